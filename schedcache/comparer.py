@@ -1,0 +1,107 @@
+"""Drift between the cache and the cluster it mirrors.
+
+Like upstream's cache debugger comparer, but it says more: pods and nodes the
+cache missed or holds in excess, pods it has on another node or at an older
+resourceVersion, nodes deleted with pods left (ghosts), and per-node
+aggregates that differ from a recomputation from the node's own pods.
+"""
+from dataclasses import asdict, dataclass, field
+
+from .resource import node_allocatable
+
+_TERMINATED = ("Succeeded", "Failed")
+
+
+@dataclass
+class CompareReport:
+    missed_pods: list = field(default_factory=list)        # bound in the cluster, not cached
+    redundant_pods: list = field(default_factory=list)     # cached, gone from the cluster
+    wrong_node_pods: list = field(default_factory=list)    # (uid, cached node, cluster node)
+    stale_pods: list = field(default_factory=list)         # (uid, cached rv, cluster rv)
+    missed_nodes: list = field(default_factory=list)
+    redundant_nodes: list = field(default_factory=list)
+    stale_nodes: list = field(default_factory=list)        # (name, cached rv, cluster rv)
+    ghost_nodes: list = field(default_factory=list)        # (name, pods left)
+    aggregate_mismatches: list = field(default_factory=list)  # (node, field, cached, expected)
+    unconfirmed_assumed: list = field(default_factory=list)   # assumed, cluster not bound yet
+
+    @property
+    def clean(self) -> bool:
+        """No drift. Ghosts and unconfirmed assumed pods are states, not drift."""
+        return not (self.missed_pods or self.redundant_pods or self.wrong_node_pods
+                    or self.stale_pods or self.missed_nodes or self.redundant_nodes
+                    or self.stale_nodes or self.aggregate_mismatches)
+
+    def as_dict(self) -> dict:
+        report = asdict(self)
+        report["clean"] = self.clean
+        return report
+
+
+def _uid(obj):
+    return (obj.get("metadata") or {}).get("uid") or ""
+
+
+def _rv(obj):
+    return (obj.get("metadata") or {}).get("resourceVersion") or ""
+
+
+def compare(cache, nodes, pods, pending_pods=()) -> CompareReport:
+    """Compare `cache` with nodes and pods listed from the API server.
+
+    `pending_pods` are pods the scheduler holds outside the cache (its queue):
+    they are neither missed nor redundant, as in upstream's comparer.
+    """
+    dump = cache.dump()
+    report = CompareReport()
+    pending = {_uid(p) for p in pending_pods}
+    bound, listed = {}, set()
+    for pod in pods:
+        uid = _uid(pod)
+        listed.add(uid)
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node and (pod.get("status") or {}).get("phase") not in _TERMINATED:
+            bound[uid] = (node, _rv(pod))
+    cached = set()
+    for name, info in dump.nodes.items():
+        for pod_info in info.pods:
+            key = pod_info.key
+            cached.add(key)
+            if key in bound:
+                cluster_node, cluster_rv = bound[key]
+                if cluster_node != name:
+                    report.wrong_node_pods.append((key, name, cluster_node))
+                elif key not in dump.assumed_pods and pod_info.resource_version != cluster_rv:
+                    report.stale_pods.append((key, pod_info.resource_version, cluster_rv))
+            elif key in dump.assumed_pods and key in listed:
+                report.unconfirmed_assumed.append(key)
+            elif key not in pending:
+                report.redundant_pods.append(key)
+    report.missed_pods = sorted(k for k in bound if k not in cached and k not in pending)
+
+    cluster_nodes = {(n.get("metadata") or {}).get("name"): n for n in nodes}
+    for name, info in dump.nodes.items():
+        if not info.has_node:
+            report.ghost_nodes.append((name, len(info.pods)))
+            continue
+        node = cluster_nodes.get(name)
+        if node is None:
+            report.redundant_nodes.append(name)
+            continue
+        cached_rv = _rv(info.node)
+        if cached_rv != _rv(node):
+            report.stale_nodes.append((name, cached_rv, _rv(node)))
+        elif info.allocatable != node_allocatable(node):
+            report.aggregate_mismatches.append(
+                (name, "allocatable", info.allocatable, node_allocatable(node)))
+        actual, expected = info.aggregates(), info.recomputed_aggregates()
+        for key in actual:
+            if actual[key] != expected[key]:
+                report.aggregate_mismatches.append((name, key, actual[key], expected[key]))
+    report.missed_nodes = sorted(n for n in cluster_nodes
+                                 if n not in dump.nodes or not dump.nodes[n].has_node)
+    for lst in (report.redundant_pods, report.wrong_node_pods, report.stale_pods,
+                report.redundant_nodes, report.stale_nodes, report.ghost_nodes,
+                report.unconfirmed_assumed):
+        lst.sort()
+    return report

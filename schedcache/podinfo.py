@@ -1,0 +1,162 @@
+"""A cached pod, held lean: what the aggregates and the dashboard need, nothing more.
+
+Everything NodeInfo aggregates is computed once when the pod enters the cache
+and kept on the PodInfo, so removing or replacing a pod never parses it again.
+Of the pod Mapping only the allow-listed fields below are kept (no
+managedFields, env, probes, mounts, tolerations or status bulk): picked into a
+flat tuple and frozen as marshal bytes, a fraction of the memory of nested
+dicts, and every `.pod` read is an independent copy.
+"""
+import marshal
+import sys
+
+from .errors import CacheError
+from .resource import pod_requests
+
+METADATA_FIELDS = ("name", "generateName", "namespace", "uid", "resourceVersion",
+                   "creationTimestamp", "deletionTimestamp", "labels", "ownerReferences")
+SPEC_FIELDS = ("nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy",
+               "nodeSelector", "affinity", "overhead", "hostNetwork", "volumes")
+CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
+STATUS_FIELDS = ("phase", "hostIP", "podIP", "startTime", "qosClass", "nominatedNodeName",
+                 "reason")
+
+_intern = sys.intern
+
+
+def _claim_volumes(volumes):
+    """Only claim-backed volumes matter to the cache (PVC reference counts)."""
+    return [v if v.get("persistentVolumeClaim") is not None else {"name": v.get("name"), "ephemeral": {}}
+            for v in volumes
+            if v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None]
+
+
+def _pick_containers(containers):
+    return tuple(tuple(map(c.get, CONTAINER_FIELDS)) for c in containers) if containers else None
+
+
+def _freeze(kind, api_version, metadata, spec, status) -> bytes:
+    spec_values = list(map(spec.get, SPEC_FIELDS))
+    if spec_values[-1] is not None:
+        spec_values[-1] = _claim_volumes(spec_values[-1]) or None
+    return marshal.dumps((kind, api_version, tuple(map(metadata.get, METADATA_FIELDS)),
+                          tuple(spec_values),
+                          _pick_containers(spec.get("containers")),
+                          _pick_containers(spec.get("initContainers")),
+                          tuple(map(status.get, STATUS_FIELDS)) if status else None), 2)
+
+
+def _present(names, values) -> dict:
+    return {name: value for name, value in zip(names, values) if value is not None}
+
+
+def _thaw(frozen) -> dict:
+    kind, api_version, metadata, spec_values, containers, init_containers, status = \
+        marshal.loads(frozen)
+    spec = _present(SPEC_FIELDS, spec_values)
+    if containers is not None:
+        spec["containers"] = [_present(CONTAINER_FIELDS, c) for c in containers]
+    if init_containers is not None:
+        spec["initContainers"] = [_present(CONTAINER_FIELDS, c) for c in init_containers]
+    pod = {"kind": kind, "apiVersion": api_version} if kind is not None else {}
+    pod["metadata"] = _present(METADATA_FIELDS, metadata)
+    pod["spec"] = spec
+    if status is not None:
+        pod["status"] = _present(STATUS_FIELDS, status)
+    return pod
+
+
+def lean_pod(pod) -> dict:
+    """The lean copy of `pod` that the cache keeps and `get_pod` returns."""
+    return _thaw(_freeze(pod.get("kind"), pod.get("apiVersion"), pod.get("metadata") or {},
+                         pod.get("spec") or {}, pod.get("status")))
+
+
+def _host_ports(containers) -> tuple:
+    ports = []
+    for container in containers:
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort")
+            if host_port and host_port > 0:
+                ports.append((port.get("hostIP") or "", port.get("protocol") or "", host_port))
+    return tuple(ports)
+
+
+def _pvc_keys(namespace, name, volumes) -> tuple:
+    keys = []
+    for volume in volumes:
+        claim = volume.get("persistentVolumeClaim")
+        if claim is not None:
+            keys.append(f"{namespace}/{claim.get('claimName')}")
+        elif volume.get("ephemeral") is not None:
+            keys.append(f"{namespace}/{name}-{volume.get('name')}")
+    return tuple(keys)
+
+
+class PodInfo:
+    """A pod in the cache. Immutable once built, so NodeInfo copies share it."""
+
+    __slots__ = ("key", "namespace", "name", "node_name", "resource_version", "labels",
+                 "requested", "non_zero_requested", "host_ports", "has_affinity",
+                 "has_required_anti_affinity", "pvc_keys", "_frozen")
+
+    @property
+    def pod(self) -> dict:
+        """The cached pod Mapping (lean), a fresh copy on every read."""
+        return _thaw(self._frozen)
+
+    def __repr__(self):
+        return f"PodInfo({self.namespace}/{self.name} uid={self.key} node={self.node_name!r})"
+
+
+def pod_key(pod) -> str:
+    """The cache key of a pod: its uid. CacheError when there is none."""
+    try:
+        uid = pod["metadata"]["uid"]
+    except (KeyError, TypeError):
+        uid = None
+    if not uid or not isinstance(uid, str):
+        raise CacheError("pod has no metadata.uid, so it cannot be cached")
+    return uid
+
+
+def make_pod_info(pod) -> PodInfo:
+    """Validate and digest a pod; CacheError (and nothing built) for one the cache can't hold."""
+    key = pod_key(pod)
+    metadata = pod["metadata"]
+    try:
+        spec = pod.get("spec") or {}
+        namespace = _intern(metadata.get("namespace") or "")
+        name = metadata.get("name") or ""
+        requested, non_zero = pod_requests(spec)
+        frozen = _freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec, pod.get("status"))
+        labels = metadata.get("labels")
+        labels = {_intern(k): _intern(v) for k, v in labels.items()} if labels else None
+        containers = spec.get("containers") or ()
+        ports = _host_ports(containers)
+        volumes = spec.get("volumes")
+        pvc_keys = _pvc_keys(namespace, name, volumes) if volumes else ()
+        affinity = spec.get("affinity")
+        node_name = _intern(spec.get("nodeName") or "")
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CacheError(f"pod {key} is malformed: {exc}") from None
+    info = PodInfo()
+    info.key = key
+    info.namespace = namespace
+    info.name = name
+    info.node_name = node_name
+    info.resource_version = metadata.get("resourceVersion") or ""
+    info.labels = labels
+    info.requested = requested          # shared with identical pods; never changed
+    info.non_zero_requested = non_zero
+    info.host_ports = ports
+    if affinity:
+        anti_affinity = affinity.get("podAntiAffinity")
+        info.has_affinity = affinity.get("podAffinity") is not None or anti_affinity is not None
+        info.has_required_anti_affinity = bool(
+            anti_affinity and anti_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
+    else:
+        info.has_affinity = info.has_required_anti_affinity = False
+    info.pvc_keys = pvc_keys
+    info._frozen = frozen
+    return info

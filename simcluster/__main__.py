@@ -1,0 +1,62 @@
+"""Command line: python -m simcluster serve --nodes 200 --pods 3000 --kubeconfig PATH
+
+Prints the URL on the first line of stdout (then flushes), writes the kubeconfig if
+asked, and serves until SIGINT/SIGTERM.
+"""
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from simcluster.cluster import SimCluster
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m simcluster")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="serve a simulated cluster until killed")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    serve.add_argument("--nodes", type=int, default=200)
+    serve.add_argument("--pods", type=int, default=3000)
+    serve.add_argument("--zones", type=int, default=3)
+    serve.add_argument("--namespaces", type=int, default=40)
+    serve.add_argument("--seed", type=int, default=1)
+    serve.add_argument("--pending-fraction", type=float, default=0.0)
+    serve.add_argument("--churn", type=float, default=0.0, help="churn actions per second")
+    serve.add_argument("--scheduler", action="store_true",
+                       help="churn also binds the pods it creates, like a default scheduler")
+    serve.add_argument("--no-kubelet", action="store_true",
+                       help="leave terminating pods and bound Pending pods alone")
+    serve.add_argument("--history", type=int, default=10000,
+                       help="watch history size (older resourceVersions answer 410)")
+    serve.add_argument("--bookmark-interval", type=float, default=60.0)
+    serve.add_argument("--faults", type=json.loads, default={},
+                       help='fault knobs as JSON, e.g. \'{"bind_failure_rate": 0.1}\'')
+    serve.add_argument("--kubeconfig", help="write a kubeconfig for the server here")
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    sim = SimCluster(args.nodes, args.pods, args.zones, args.seed, args.pending_fraction,
+                     namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
+                     kubelet=not args.no_kubelet, history=args.history,
+                     bookmark_interval=args.bookmark_interval, host=args.host,
+                     port=args.port, faults=args.faults)
+    sim.start()
+    if args.kubeconfig:
+        sim.write_kubeconfig(args.kubeconfig)
+    print(sim.url, flush=True)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    done.wait()
+    sim.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

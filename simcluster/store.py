@@ -1,0 +1,210 @@
+"""The versioned object store: etcd plus the apiserver's watch cache, in one lock.
+
+Every object is kept as its serialized list-item JSON (no kind/apiVersion) so
+lists and watch events are written without re-serializing; a small index
+(labels, selectable fields) serves selectors. One global resourceVersion counter
+orders all writes. Each resource keeps a bounded history of events; an event
+remembers the state it replaced, so a LIST at an older resourceVersion (continue
+tokens, resourceVersionMatch=Exact) is the current state with newer events undone.
+History older than the ring (or dropped by compact()) answers 410.
+"""
+
+import heapq
+import threading
+from bisect import bisect_left, insort
+
+import orjson
+
+
+class Entry:
+    """One stored object: its item bytes and what selectors look at."""
+    __slots__ = ("raw", "rv", "labels", "fields")
+
+    def __init__(self, raw: bytes, rv: int, labels: dict, fields: dict):
+        self.raw, self.rv, self.labels, self.fields = raw, rv, labels, fields
+
+
+class Event:
+    """One change, with its watch line prebuilt. `prev` is the replaced Entry (None on
+    ADDED); `hidden` events (lost-event fault) count for snapshots but are never sent."""
+    __slots__ = ("rv", "type", "key", "entry", "prev", "line", "hidden")
+
+    def __init__(self, rv, type_, key, entry, prev, line, hidden):
+        self.rv, self.type, self.key, self.entry = rv, type_, key, entry
+        self.prev, self.line, self.hidden = prev, line, hidden
+
+
+class Resource:
+    """The objects of one kind, sorted keys, and the kind's event history."""
+
+    def __init__(self, lock, name: str, kind: str, namespaced: bool, index, history: int):
+        self.name, self.kind, self.namespaced = name, kind, namespaced
+        self.index = index  # obj -> field index dict
+        self.entries: dict = {}
+        self.keys: list = []
+        self.events: list = []
+        self.first_seq = 0        # sequence number of events[0]
+        self.compacted_rv = 0     # no events with rv <= this are kept
+        self.capacity = history
+        self.cond = threading.Condition(lock)
+        self.object_prefix = b'{"kind":"%s","apiVersion":"v1",' % kind.encode()
+
+    @property
+    def next_seq(self) -> int:
+        return self.first_seq + len(self.events)
+
+    def full(self, raw: bytes) -> bytes:
+        """An item's bytes as a standalone object (GET, watch): kind and apiVersion first."""
+        return self.object_prefix + raw[1:]
+
+    def key_range(self, prefix: str, start: str = "") -> tuple:
+        lo = bisect_left(self.keys, max(prefix, start))
+        hi = bisect_left(self.keys, prefix[:-1] + "0") if prefix else len(self.keys)
+        return lo, hi
+
+
+def key_of(obj: dict, namespaced: bool) -> str:
+    meta = obj["metadata"]
+    return f"{meta['namespace']}/{meta['name']}" if namespaced else meta["name"]
+
+
+class Store:
+    """All resources; mutate only while holding `lock` (re-entrant, so a read-check-write
+    sequence in resources.py is one atomic step)."""
+
+    def __init__(self, history: int = 10000):
+        self.lock = threading.RLock()
+        self.rv = 0
+        self.history = history
+        self.resources: dict[str, Resource] = {}
+        self.lose_event = None  # fault hook: () -> True to keep a write's event from watchers
+
+    def register(self, name: str, kind: str, namespaced: bool, index) -> Resource:
+        res = Resource(self.lock, name, kind, namespaced, index, self.history)
+        self.resources[name] = res
+        return res
+
+    def load(self, name: str, items: list) -> None:
+        """Bulk-insert existing objects (with their resourceVersions) without events."""
+        res = self.resources[name]
+        dumps = orjson.dumps
+        with self.lock:
+            for obj in items:
+                item = _item(obj)
+                rv = int(item["metadata"]["resourceVersion"])
+                key = key_of(item, res.namespaced)
+                res.entries[key] = Entry(dumps(item), rv, item["metadata"].get("labels") or {},
+                                         res.index(item))
+                self.rv = max(self.rv, rv)
+            res.keys = sorted(res.entries)
+            for r in self.resources.values():
+                if not r.events:  # nothing before now can be replayed
+                    r.compacted_rv = self.rv
+
+    # -- writes (caller holds the lock) ------------------------------------------------
+
+    def next_rv(self) -> int:
+        self.rv += 1
+        return self.rv
+
+    def put(self, name: str, obj: dict) -> Entry:
+        """Create or replace `obj` with a new resourceVersion; ADDED or MODIFIED event."""
+        res = self.resources[name]
+        rv = self.next_rv()
+        item = _item(obj)
+        item["metadata"]["resourceVersion"] = str(rv)
+        key = key_of(item, res.namespaced)
+        entry = Entry(orjson.dumps(item), rv, item["metadata"].get("labels") or {},
+                      res.index(item))
+        prev = res.entries.get(key)
+        if prev is None:
+            insort(res.keys, key)
+        res.entries[key] = entry
+        self._record(res, "ADDED" if prev is None else "MODIFIED", key, entry, prev)
+        return entry
+
+    def remove(self, name: str, obj: dict) -> Entry:
+        """Delete; the DELETED event carries the last state with a new resourceVersion."""
+        res = self.resources[name]
+        rv = self.next_rv()
+        item = _item(obj)
+        item["metadata"]["resourceVersion"] = str(rv)
+        key = key_of(item, res.namespaced)
+        prev = res.entries.pop(key)
+        del res.keys[bisect_left(res.keys, key)]
+        entry = Entry(orjson.dumps(item), rv, prev.labels, prev.fields)
+        self._record(res, "DELETED", key, entry, prev)
+        return entry
+
+    def _record(self, res: Resource, type_: str, key: str, entry: Entry, prev):
+        hidden = self.lose_event is not None and self.lose_event()
+        line = b'{"type":"%s","object":%s}\n' % (type_.encode(), res.full(entry.raw))
+        res.events.append(Event(entry.rv, type_, key, entry, prev, line, hidden))
+        if len(res.events) > res.capacity:
+            drop = max(1, res.capacity // 10)
+            res.compacted_rv = res.events[drop - 1].rv
+            del res.events[:drop]
+            res.first_seq += drop
+        res.cond.notify_all()
+
+    def compact(self) -> int:
+        """Forget all history (like an etcd compaction reaching now); returns the rv."""
+        with self.lock:
+            for res in self.resources.values():
+                res.first_seq += len(res.events)
+                res.events.clear()
+                res.compacted_rv = self.rv
+                res.cond.notify_all()
+            return self.rv
+
+    def wake_all(self) -> None:
+        with self.lock:
+            for res in self.resources.values():
+                res.cond.notify_all()
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get(self, name: str, key: str) -> Entry | None:
+        return self.resources[name].entries.get(key)
+
+    def seq_after(self, res: Resource, rv: int) -> int | None:
+        """The history position of the first event newer than `rv`; None if compacted."""
+        if rv < res.compacted_rv:
+            return None
+        events = res.events
+        return res.first_seq + bisect_left(events, rv + 1, key=lambda e: e.rv)
+
+    def snapshot(self, name: str, rv: int | None = None, prefix: str = "", start: str = ""):
+        """(rv, keys, entries): the state at `rv` (None: now), sorted by key, from `start`
+        on and within `prefix`; None when `rv` is older than the history. Entries never
+        change once stored, so callers filter and write them without the lock."""
+        with self.lock:
+            res = self.resources[name]
+            lo, hi = res.key_range(prefix, start)
+            keys = res.keys[lo:hi]
+            entries = res.entries
+            if rv is None or rv >= self.rv:
+                return self.rv, keys, [entries[k] for k in keys]
+            if rv < res.compacted_rv:
+                return None
+            undo = {}
+            for ev in res.events[self.seq_after(res, rv) - res.first_seq:]:
+                undo.setdefault(ev.key, ev.prev)  # the state at rv: what the first change replaced
+            extra = sorted(k for k in undo if k not in entries and k.startswith(prefix)
+                           and k >= start)
+            if extra:
+                keys = list(heapq.merge(keys, extra))
+            out_keys, out = [], []
+            for k in keys:
+                e = undo[k] if k in undo else entries[k]
+                if e is not None:
+                    out_keys.append(k)
+                    out.append(e)
+            return rv, out_keys, out
+
+
+def _item(obj: dict) -> dict:
+    """The list-item form of an object: kind and apiVersion left out."""
+    if "kind" in obj or "apiVersion" in obj:
+        return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+    return obj

@@ -1,0 +1,79 @@
+"""settings.py reads everything from the environment, with embedded defaults."""
+import runpy
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+import dashboard.settings
+
+SETTINGS_FILE = dashboard.settings.__file__
+BASE_DIR = Path(SETTINGS_FILE).resolve().parent.parent
+ENVIRONMENT = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS",
+               "SCHEDVIEW_CACHE_TTL", "SCHEDVIEW_VAR_DIR", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS")
+
+
+@pytest.fixture
+def load_settings(monkeypatch):
+    """Evaluate a fresh copy of settings.py under exactly the given environment."""
+    def load(**environment):
+        for name in ENVIRONMENT:
+            monkeypatch.delenv(name, raising=False)
+        for name, value in environment.items():
+            monkeypatch.setenv(name, value)
+        return runpy.run_path(SETTINGS_FILE)
+    return load
+
+
+def test_embedded_defaults(load_settings):
+    s = load_settings()
+    var = BASE_DIR / "var"
+    assert s["DEBUG"] is True
+    assert s["DATABASES"]["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    assert s["DATABASES"]["default"]["NAME"] == str(var / "schedview.sqlite3")
+    assert s["EMBEDDED_REDIS_SOCKET"] == var / "redis.sock"
+    assert s["REDIS_URL"] == f"unix://{var}/redis.sock"
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [s["REDIS_URL"]]
+    assert s["CELERY_BROKER_URL"] == f"redis+socket://{var}/redis.sock?virtual_host=0"
+    assert s["CELERY_RESULT_BACKEND"] == s["CELERY_BROKER_URL"]
+    assert s["SCHEDVIEW_CACHE_TTL"] == 30.0
+
+
+def test_var_dir_moves_database_and_socket(load_settings, tmp_path):
+    s = load_settings(SCHEDVIEW_VAR_DIR=str(tmp_path))
+    assert s["DATABASES"]["default"]["NAME"] == str(tmp_path / "schedview.sqlite3")
+    assert s["EMBEDDED_REDIS_SOCKET"] == tmp_path / "redis.sock"
+
+
+def test_postgres_and_redis_over_tcp(load_settings):
+    s = load_settings(DATABASE_URL="postgres://postgres@127.0.0.1:5432/test",
+                      REDIS_URL="redis://127.0.0.1:6379/0")
+    db = s["DATABASES"]["default"]
+    assert (db["ENGINE"], db["NAME"], db["USER"], db["HOST"], db["PORT"]) == (
+        "django.db.backends.postgresql", "test", "postgres", "127.0.0.1", 5432)
+    assert s["EMBEDDED_REDIS_SOCKET"] is None
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/0"]
+    assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/0"
+
+
+def test_redis_on_a_unix_socket(load_settings):
+    s = load_settings(REDIS_URL="unix:///run/redis/redis.sock?db=2")
+    assert s["EMBEDDED_REDIS_SOCKET"] is None
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == ["unix:///run/redis/redis.sock?db=2"]
+    assert s["CELERY_BROKER_URL"] == "redis+socket:///run/redis/redis.sock?virtual_host=2"
+
+
+def test_production_refuses_to_start_without_secret_key(load_settings):
+    with pytest.raises(ImproperlyConfigured, match="SECRET_KEY"):
+        load_settings(DEBUG="0")
+
+
+def test_production_settings(load_settings):
+    s = load_settings(DEBUG="0", SECRET_KEY="k" * 50, ALLOWED_HOSTS="schedview.example.com,localhost",
+                      SCHEDVIEW_CACHE_TTL="0")
+    assert s["DEBUG"] is False
+    assert s["SECRET_KEY"] == "k" * 50
+    assert s["ALLOWED_HOSTS"] == ["schedview.example.com", "localhost"]
+    assert s["SESSION_COOKIE_SECURE"] is True
+    assert s["CSRF_COOKIE_SECURE"] is True
+    assert s["SCHEDVIEW_CACHE_TTL"] == 0.0

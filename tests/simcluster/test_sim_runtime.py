@@ -1,0 +1,232 @@
+"""Faults, churn, the simulated kubelet, the control endpoints, kill/restore and the CLI."""
+
+import http.client
+import os
+import subprocess
+import sys
+import threading
+import time
+from urllib.parse import urlsplit
+
+import orjson
+import pytest
+from kubernetes import watch
+from kubernetes.client.rest import ApiException
+
+from simhelpers import Raw, pending_pod_body
+
+
+def bind_body(name, node):
+    return {"metadata": {"name": name}, "target": {"kind": "Node", "name": node}}
+
+
+def a_node(sim):
+    return sim.nodes()[0]["metadata"]["name"]
+
+
+def test_bind_faults_fail_or_conflict_without_touching_the_pod(sim, v1):
+    v1.create_namespaced_pod("default", pending_pod_body("f1"))
+    sim.faults.update(bind_failure_rate=1.0)
+    with pytest.raises(ApiException) as e:
+        v1.create_namespaced_pod_binding("f1", "default", bind_body("f1", a_node(sim)),
+                                         _preload_content=False)
+    assert e.value.status == 500
+    sim.faults.update(bind_failure_code=409)
+    with pytest.raises(ApiException) as e:
+        v1.create_namespaced_pod_binding("f1", "default", bind_body("f1", a_node(sim)),
+                                         _preload_content=False)
+    assert e.value.status == 409
+    assert "nodeName" not in sim.pod("default", "f1")["spec"]
+    sim.faults.update(bind_failure_rate=0.0, bind_delay=0.3)
+    started = time.monotonic()
+    v1.create_namespaced_pod_binding("f1", "default", bind_body("f1", a_node(sim)),
+                                     _preload_content=False)
+    assert time.monotonic() - started >= 0.3
+    assert sim.pod("default", "f1")["spec"]["nodeName"] == a_node(sim)
+
+
+def test_lost_events_change_the_store_but_never_reach_watchers(sim, v1):
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    sim.faults.update(lose_event_rate=1.0)
+    v1.create_namespaced_pod("default", pending_pod_body("lost"))
+    sim.faults.update(lose_event_rate=0.0)
+    v1.create_namespaced_pod("default", pending_pod_body("seen"))
+    assert sim.pod("default", "lost") is not None
+    events = [e["object"].metadata.name for e in watch.Watch().stream(
+        v1.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1)]
+    assert events == ["seen"]
+
+
+def open_watch(sim, path):
+    parts = urlsplit(sim.url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=10)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    assert resp.status == 200
+    return conn, resp
+
+
+def test_drop_watches_ends_streams_cleanly_or_abruptly(sim):
+    rv = sim.resource_version
+    conn, resp = open_watch(sim, f"/api/v1/pods?watch=true&resourceVersion={rv}"
+                                 "&timeoutSeconds=60")
+    conn2, resp2 = open_watch(sim, f"/api/v1/nodes?watch=true&resourceVersion={rv}"
+                                   "&timeoutSeconds=60")
+    while sim.watchers.count() < 2:  # both requests are being served
+        threading.Event().wait(0.01)
+    assert sim.drop_watches() == 2
+    assert resp.read() == b"" and resp2.read() == b""  # final chunk: a clean end
+    conn, resp = open_watch(sim, f"/api/v1/pods?watch=true&resourceVersion={rv}"
+                                 "&timeoutSeconds=60")
+    while sim.watchers.count() < 1:
+        threading.Event().wait(0.01)
+    sim.drop_watches(abrupt=True)
+    with pytest.raises(http.client.IncompleteRead):
+        resp.read()
+
+
+def test_history_ring_overflow_makes_old_versions_expire(small_cluster):
+    from simcluster import SimCluster
+    with SimCluster(cluster=small_cluster, kubelet=False, history=20) as sim:
+        raw = Raw(sim.url)
+        rv = sim.resource_version
+        for i in range(30):
+            raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body(f"h{i}"))
+        _, body = raw.call("GET", f"/api/v1/pods?watch=true&resourceVersion={rv}"
+                                  "&timeoutSeconds=5")
+        event = orjson.loads(body)
+        assert event["type"] == "ERROR" and event["object"]["code"] == 410
+        _, body = raw.call("GET", f"/api/v1/pods?watch=true&resourceVersion="
+                                  f"{sim.resource_version - 5}&timeoutSeconds=1")
+        assert [orjson.loads(line)["type"] for line in body.splitlines()] == ["ADDED"] * 5
+
+
+def test_churn_steps_create_bind_delete_and_update(sim):
+    sim.churn.update(scheduler=True, weights={"create": 1, "bind": 0, "delete": 0,
+                                              "label": 0, "status": 0})
+    before = len(sim.pods())
+    assert [sim.churn.step() for _ in range(5)] == ["create"] * 5
+    assert len(sim.pods()) == before + 5
+    sim.churn.update(weights={"create": 0, "bind": 1})
+    assert [sim.churn.step() for _ in range(5)] == ["bind"] * 5
+    bound = [p for p in sim.pods() if p["spec"].get("nodeName")]
+    assert len(bound) == 135 + 5
+    sim.churn.update(weights={"bind": 0, "label": 1})
+    assert sim.churn.step() == "label"
+    assert any("simcluster.io/churn" in (p["metadata"].get("labels") or {})
+               for p in sim.pods())
+    sim.churn.update(weights={"label": 0, "delete": 1})
+    rv = sim.resource_version
+    assert sim.churn.step() == "delete"
+    assert sim.resource_version > rv
+    assert sim.churn.knobs()["counts"] == {"create": 5, "bind": 5, "delete": 1, "label": 1,
+                                          "status": 0}
+
+
+def test_churn_thread_runs_at_the_configured_rate(small_cluster):
+    from simcluster import SimCluster
+    with SimCluster(cluster=small_cluster, kubelet=False, churn=200) as sim:
+        rv = sim.resource_version
+        deadline = time.monotonic() + 10
+        while sim.resource_version < rv + 50 and time.monotonic() < deadline:
+            threading.Event().wait(0.05)
+        assert sim.resource_version >= rv + 50
+        sim.churn.update(rate=0)
+        assert sum(sim.churn.knobs()["counts"].values()) > 0
+
+
+def test_kubelet_finishes_graceful_deletes_and_starts_bound_pods(sim, v1):
+    pod = next(p for p in sim.pods() if p["spec"].get("nodeName"))
+    name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
+    v1.delete_namespaced_pod(name, ns)
+    v1.create_namespaced_pod("default", pending_pod_body("k1"))
+    v1.create_namespaced_pod_binding("k1", "default", bind_body("k1", a_node(sim)),
+                                     _preload_content=False)
+    kubelet = sim.kubelet
+    kubelet.update(finish_deletes=True, start_pods=True, start_delay=1.0)
+    now = time.time()
+    assert kubelet.step(now) == 0  # nothing due yet
+    assert kubelet.step(now + 2) == 1  # k1 starts
+    started = sim.pod("default", "k1")
+    assert started["status"]["phase"] == "Running"
+    assert started["status"]["podIP"].startswith("10.")
+    assert started["status"]["containerStatuses"][0]["ready"] is True
+    assert started["metadata"]["managedFields"][-1]["manager"] == "kubelet"
+    assert sim.pod(ns, name) is not None
+    assert kubelet.step(now + 32) == 1  # the grace period is over
+    assert sim.pod(ns, name) is None
+
+
+def test_kubelet_grace_cap_shortens_the_wait(sim, v1):
+    pod = next(p for p in sim.pods() if p["spec"].get("nodeName"))
+    sim.kubelet.update(grace_cap=1.0, start_pods=False)
+    v1.delete_namespaced_pod(pod["metadata"]["name"], pod["metadata"]["namespace"])
+    now = time.time()
+    assert sim.kubelet.step(now) == 0
+    assert sim.kubelet.step(now + 1.5) == 1
+    assert sim.pod(pod["metadata"]["namespace"], pod["metadata"]["name"]) is None
+
+
+def test_control_endpoints(sim, raw):
+    resp, body = raw.call("GET", "/simcluster/v1/state")
+    state = orjson.loads(body)
+    assert state["counts"]["pods"] == 150 and state["faults"]["bind_failure_rate"] == 0
+    resp, body = raw.call("POST", "/simcluster/v1/faults", {"lose_event_rate": 0.5})
+    assert orjson.loads(body)["lose_event_rate"] == 0.5 and sim.faults.lose_event_rate == 0.5
+    resp, _ = raw.call("POST", "/simcluster/v1/faults", {"nonsense": 1})
+    assert resp.status == 400
+    resp, body = raw.call("POST", "/simcluster/v1/churn", {"rate": 0, "scheduler": True})
+    assert orjson.loads(body)["scheduler"] is True and sim.churn.scheduler
+    resp, body = raw.call("POST", "/simcluster/v1/kubelet", {"grace_cap": 2})
+    assert sim.kubelet.grace_cap == 2
+    rv = sim.resource_version
+    resp, body = raw.call("POST", "/simcluster/v1/compact", {})
+    assert orjson.loads(body) == {"resourceVersion": str(rv)}
+    resp, body = raw.call("POST", "/simcluster/v1/drop-watches", {})
+    assert orjson.loads(body) == {"dropped": 0}
+
+
+def wait_for(predicate, seconds=10):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        threading.Event().wait(0.02)
+
+
+def reachable(raw) -> bool:
+    try:
+        raw.call("GET", "/version")
+        return True
+    except OSError:
+        return False
+
+
+def test_kill_and_restore(sim, raw):
+    rv = sim.resource_version
+    sim.kill()
+    assert not reachable(raw)
+    sim.restore()
+    assert reachable(raw) and sim.resource_version == rv
+    resp, body = raw.call("POST", "/simcluster/v1/kill", {"seconds": 0.3})
+    assert orjson.loads(body) == {"down_for_seconds": 0.3}
+    wait_for(lambda: not reachable(raw))
+    wait_for(lambda: reachable(raw))
+
+
+def test_cli_serves_and_writes_a_kubeconfig(tmp_path):
+    kubeconfig = tmp_path / "kc"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simcluster", "serve", "--port", "0", "--nodes", "5",
+         "--pods", "40", "--zones", "2", "--seed", "3", "--churn", "5",
+         "--kubeconfig", str(kubeconfig)],
+        stdout=subprocess.PIPE, text=True, cwd=os.path.dirname(os.path.dirname(
+            os.path.dirname(os.path.abspath(__file__)))))
+    try:
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:")
+        assert url in kubeconfig.read_text()
+        resp, body = Raw(url).call("GET", "/api/v1/nodes")
+        assert len(orjson.loads(body)["items"]) == 5
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
