@@ -4,7 +4,9 @@ With nothing set this is the embedded default of `make run`: DEBUG on,
 SQLite and an embedded Redis (started by `manage.py up`) under `var/`.
 Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL.
 """
+import os
 from pathlib import Path
+import tempfile
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -76,6 +78,14 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'schedview.sqlite3'}"),
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes write (the owner's batches, the web's audit): wait for the lock,
+    # and let readers and the writer work at once. Tests put their database in a file,
+    # so the processes they start share it.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"})
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"schedview-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL names the Redis of Channels and Celery; redis_settings() derives
@@ -87,6 +97,19 @@ globals().update(redis_settings(_redis_url or unix_url(EMBEDDED_REDIS_SOCKET)))
 
 # Seconds an assumed pod lives after its binding finished (0: never expires).
 SCHEDVIEW_CACHE_TTL = env.float("SCHEDVIEW_CACHE_TTL", default=30.0)
+if SCHEDVIEW_CACHE_TTL < 0:
+    raise ImproperlyConfigured("SCHEDVIEW_CACHE_TTL must be 0 (never expire) or positive")
+
+# --- the live feed ------------------------------------------------------------------------
+# The cluster: a kubeconfig (the embedded default writes the simulated cluster's here),
+# or the pod's own service account when running inside the cluster.
+SCHEDVIEW_KUBECONFIG = Path(env.str("SCHEDVIEW_KUBECONFIG", default=str(VAR_DIR / "simcluster.kubeconfig")))
+SCHEDVIEW_IN_CLUSTER = env.bool("SCHEDVIEW_IN_CLUSTER", default=False)
+# Seconds between runs of the expiry reaper, and of the cache/cluster comparer.
+SCHEDVIEW_REAP_PERIOD = env.float("SCHEDVIEW_REAP_PERIOD", default=1.0)
+SCHEDVIEW_COMPARE_PERIOD = env.float("SCHEDVIEW_COMPARE_PERIOD", default=60.0)
+# How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
+SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
@@ -96,3 +119,22 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
+
+# --- Celery beat and tasks (dashboard/tasks.py) -------------------------------------------
+# Seconds a Binding POST (and the read-back after a 409) may take, and the first retry's
+# delay (doubling, at most 2 s) until SCHEDVIEW_BIND_ATTEMPTS attempts in all.
+SCHEDVIEW_BIND_TIMEOUT = env.float("SCHEDVIEW_BIND_TIMEOUT", default=5.0)
+SCHEDVIEW_BIND_BACKOFF = env.float("SCHEDVIEW_BIND_BACKOFF", default=0.1)
+# Pods per bind_pods task when actions.schedule_pods binds many at once.
+SCHEDVIEW_BIND_BATCH = env.int("SCHEDVIEW_BIND_BATCH", default=50)
+# A static schedule (no django-celery-beat tables). Each run expires before the next
+# is due, so runs queued while workers were busy or down are dropped, never fired at once.
+CELERY_BEAT_SCHEDULE = {
+    "reap": {"task": "dashboard.tasks.reap", "schedule": SCHEDVIEW_REAP_PERIOD,
+             "options": {"expires": SCHEDVIEW_REAP_PERIOD * 0.9}},
+    "compare": {"task": "dashboard.tasks.compare", "schedule": SCHEDVIEW_COMPARE_PERIOD,
+                "options": {"expires": SCHEDVIEW_COMPARE_PERIOD * 0.9}},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]

@@ -347,6 +347,20 @@ class Cache:
             state = self._pods[key]
             return state.binding_finished, state.deadline
 
+    def pod_info(self, key):
+        """The PodInfo (immutable: key, node_name, resource_version, aggregates) or None."""
+        state = self._pods.get(key)
+        return state.info if state is not None else None
+
+    def pod_keys(self) -> list:
+        with self._lock:
+            return list(self._pods)
+
+    def node_names(self) -> list:
+        """Names of the nodes the cache holds a node object for."""
+        with self._lock:
+            return [name for name, info in self._nodes.items() if info.has_node]
+
     def list_pods(self, label_selector="", pod_filter=None) -> list:
         """Cached pods (assumed included) matching the selector and the filter."""
         requirements = parse_selector(label_selector)

@@ -96,7 +96,8 @@ def _pvc_keys(namespace, name, volumes) -> tuple:
 class PodInfo:
     """A pod in the cache. Immutable once built, so NodeInfo copies share it."""
 
-    __slots__ = ("key", "namespace", "name", "node_name", "resource_version", "labels",
+    __slots__ = ("key", "namespace", "name", "node_name", "resource_version", "phase", "priority",
+                 "labels",
                  "requested", "non_zero_requested", "host_ports", "has_affinity",
                  "has_required_anti_affinity", "pvc_keys", "_frozen")
 
@@ -138,6 +139,8 @@ def make_pod_info(pod) -> PodInfo:
         pvc_keys = _pvc_keys(namespace, name, volumes) if volumes else ()
         affinity = spec.get("affinity")
         node_name = _intern(spec.get("nodeName") or "")
+        phase = _intern((pod.get("status") or {}).get("phase") or "")
+        priority = int(spec.get("priority") or 0)
     except (ValueError, TypeError, AttributeError) as exc:
         raise CacheError(f"pod {key} is malformed: {exc}") from None
     info = PodInfo()
@@ -146,6 +149,8 @@ def make_pod_info(pod) -> PodInfo:
     info.name = name
     info.node_name = node_name
     info.resource_version = metadata.get("resourceVersion") or ""
+    info.phase = phase
+    info.priority = priority
     info.labels = labels
     info.requested = requested          # shared with identical pods; never changed
     info.non_zero_requested = non_zero

@@ -46,13 +46,13 @@ def main(argv=None) -> int:
                      kubelet=not args.no_kubelet, history=args.history,
                      bookmark_interval=args.bookmark_interval, host=args.host,
                      port=args.port, faults=args.faults)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
     sim.start()
     if args.kubeconfig:
         sim.write_kubeconfig(args.kubeconfig)
     print(sim.url, flush=True)
-    done = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: done.set())
     done.wait()
     sim.stop()
     return 0

@@ -135,15 +135,16 @@ class SimCluster:
         """Forget the watch history: resuming from any older resourceVersion gets 410."""
         return self.store.compact()
 
-    def control(self, method: str, action: str, body: dict, query: dict) -> tuple:
-        return control.handle(self, method, action, body, query)
+    def control(self, method: str, action: str, body: dict) -> tuple:
+        return control.handle(self, method, action, body)
 
     def state(self) -> dict:
         with self.store.lock:
             counts = {name: len(r.entries) for name, r in self.store.resources.items()}
             rv = self.store.rv
         return {"url": self.url, "resourceVersion": str(rv), "counts": counts,
-                "watches": self.watchers.count(), "churn": self.churn.knobs(),
+                "watches": self.watchers.count(), "watches_opened": self.watchers.opened,
+                "churn": self.churn.knobs(),
                 "faults": self.faults.knobs(), "kubelet": self.kubelet.knobs()}
 
     # -- clients and accessors -------------------------------------------------------------
@@ -172,9 +173,10 @@ class SimCluster:
         return orjson.loads(entry.raw) if entry else None
 
     def pods(self, namespace: str | None = None) -> list:
-        _, _, entries = self.store.snapshot("pods", None, f"{namespace}/" if namespace else "")
+        _, _, entries, _ = self.store.snapshot("pods", None,
+                                               f"{namespace}/" if namespace else "")
         return [orjson.loads(e.raw) for e in entries]
 
     def nodes(self) -> list:
-        _, _, entries = self.store.snapshot("nodes")
+        _, _, entries, _ = self.store.snapshot("nodes")
         return [orjson.loads(e.raw) for e in entries]

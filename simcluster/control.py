@@ -15,7 +15,7 @@ Each answers 200 with JSON (the new state of what it changed), 400 on bad input.
 """
 
 
-def handle(cluster, method: str, action: str, body: dict, query: dict) -> tuple:
+def handle(cluster, method: str, action: str, body: dict) -> tuple:
     """(status code, reply) for one control request against a SimCluster."""
     try:
         if method == "GET" and action == "state":

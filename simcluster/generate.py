@@ -114,13 +114,13 @@ class Image:
     tag: str
     digest: str
     size: int
+    ref: str = field(default="", compare=False)              # repo:tag
+    status_entry: dict = field(default=None, compare=False)  # node status.images item, shared
 
-    @property
-    def ref(self) -> str:
-        return f"{self.repo}:{self.tag}"
-
-    def status_entry(self) -> dict:
-        return {"names": [f"{self.repo}@sha256:{self.digest}", self.ref], "sizeBytes": self.size}
+    def __post_init__(self):
+        object.__setattr__(self, "ref", f"{self.repo}:{self.tag}")
+        object.__setattr__(self, "status_entry", {
+            "names": [f"{self.repo}@sha256:{self.digest}", self.ref], "sizeBytes": self.size})
 
 
 def _image_pool(rng: random.Random, count: int = 240) -> list:
@@ -437,6 +437,7 @@ class _Workload:
     spec_head: dict           # the pod spec keys that come before nodeName ...
     spec_tail: dict           # ... and after it (Go field order)
     creator: dict             # the controller's managedFields entry
+    images: tuple             # the app containers' images (a node running it has them)
     zone: str | None = None   # required node affinity to this zone
     by_zone: dict = field(default_factory=dict)   # zone -> labels with topology copied
     running: dict | None = None                   # shared kubelet status pieces
@@ -474,7 +475,7 @@ def _workload(shape: _Shape, *, namespace: str, base_name: str, labels: dict,
     cut = keys.index("nodeName")
     return _Workload(shape, namespace, base_name, labels, owner, created, ts(created),
                      {k: spec[k] for k in keys[:cut]}, {k: spec[k] for k in keys[cut + 1:]},
-                     creator, zone)
+                     creator, tuple(c["image"] for c in spec["containers"]), zone)
 
 
 def _labels_in(w: _Workload, zone: str, region: str) -> dict:
@@ -738,7 +739,7 @@ class _NodeSlot:
         self.mem_free -= shape.mem
         self.gpus_free -= shape.gpus
         self.host_ports.update(shape.host_ports)
-        self.images.update(c["image"] for c in w.spec_head["containers"])
+        self.images.update(w.images)
         n = self.index
         self.ip_next += 1
         return f"10.{64 + (n >> 8)}.{n & 255}.{self.ip_next - 1}"
@@ -897,7 +898,7 @@ def _finish_node(rng, s: _NodeSlot, region, rv, pool, by_ref) -> dict:
     return make_node(
         _node_name(s), zone=s.zone, region=region, cpu=str(cpu),
         memory=f"{mem_gib * 1024 * 1024 - rng.randint(100_000, 400_000)}Ki",
-        gpus=gpus, images=[img.status_entry() for img in images], labels=labels,
+        gpus=gpus, images=[img.status_entry for img in images], labels=labels,
         taints=taints, instance_type=itype, internal_ip=_node_ip(n),
         pod_cidr=f"10.{64 + (n >> 8)}.{n & 255}.0/24", uid=uid_from(rng.getrandbits(128)),
         resource_version=rv, created=BASE_TIME + timedelta(seconds=n))

@@ -13,7 +13,6 @@ import heapq
 import ipaddress
 import random
 import threading
-import time
 from datetime import datetime, timezone
 
 import orjson

@@ -12,7 +12,6 @@ from simcluster.status import ApiError, bad_request
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
 JSON_PATCH = "application/json-patch+json"
-APPLY = "application/apply-patch+yaml"
 
 _MERGE_KEYS = {"containers": "name", "initContainers": "name", "ephemeralContainers": "name",
                "volumes": "name", "env": "name", "volumeMounts": "mountPath",

@@ -218,7 +218,7 @@ class Api:
             if wanted_rv and wanted_rv != str(entry.rv):
                 raise conflict(resource, key.rsplit("/", 1)[-1])
             old = orjson.loads(entry.raw)
-            new = self._merge_write(resource, orjson.loads(entry.raw), body, subresource)
+            new = self._merge_write(resource, old, body, subresource)
             if new == old:
                 return entry
             new["metadata"]["managedFields"] = track_update(
@@ -226,10 +226,10 @@ class Api:
                 subresource)
             return self.store.put(resource, new)
 
-    def _merge_write(self, resource, old: dict, body: dict, subresource) -> dict:
-        """What a write of `body` changes: only status for /status, never status otherwise,
-        and server-owned metadata always kept."""
-        new = old
+    def _merge_write(self, resource, current: dict, body: dict, subresource) -> dict:
+        """What a write of `body` changes (`current` is left as it is): only status for
+        /status, never status otherwise; server-owned metadata is always kept."""
+        new = dict(current)
         if subresource == "status":
             new["status"] = body.get("status") or {}
             return new
@@ -237,20 +237,20 @@ class Api:
         for k in ("name", "namespace", "uid", "resourceVersion", "generation",
                   "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                   "managedFields"):
-            if k in old["metadata"]:
-                meta[k] = old["metadata"][k]
+            if k in current["metadata"]:
+                meta[k] = current["metadata"][k]
             else:
                 meta.pop(k, None)
         for k in ("labels", "annotations"):
-            if k in meta:
-                meta[k] = dict(sorted((meta[k] or {}).items())) if meta[k] else None
-                if meta[k] is None:
-                    del meta[k]
+            if meta.get(k):
+                meta[k] = dict(sorted(meta[k].items()))
+            else:
+                meta.pop(k, None)
         new["metadata"] = ordered(meta, META_ORDER)
         if resource == "pods":
-            spec = self._updated_pod_spec(old, default_pod_spec(body.get("spec") or {}))
-            if spec != old["spec"]:
-                new["metadata"]["generation"] = old["metadata"].get("generation", 1) + 1
+            spec = self._updated_pod_spec(current, default_pod_spec(body.get("spec") or {}))
+            if spec != current["spec"]:
+                new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
             new["spec"] = spec
         elif resource == "nodes":
             new["spec"] = body.get("spec") or {}

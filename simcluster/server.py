@@ -201,6 +201,15 @@ class Handler(BaseHTTPRequestHandler):
         except orjson.JSONDecodeError as e:
             raise bad_request(f"the object provided is unrecognized: {e}") from None
 
+    def int_param(self, name: str, default=None):
+        value = self.query.get(name)
+        if value in (None, ""):
+            return default
+        try:
+            return int(value)
+        except ValueError:
+            raise bad_request(f'invalid value for {name}: "{value}"') from None
+
     def _not_allowed(self, method):
         raise ApiError(405, f"the server does not allow this method on the requested "
                             f"resource ({method})", "MethodNotAllowed", {})
@@ -230,7 +239,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def h_control(self, method, action):
         body = orjson.loads(self.raw_body) if self.raw_body else {}
-        code, reply = self.server.ctx.control(method, action, body, self.query)
+        code, reply = self.server.ctx.control(method, action, body)
         self.send_json(code, reply)
 
     # -- collections -----------------------------------------------------------------
@@ -334,7 +343,7 @@ class Handler(BaseHTTPRequestHandler):
     def _delete_options(self) -> dict:
         options = orjson.loads(self.raw_body) if self.raw_body else {}
         if "gracePeriodSeconds" not in options and "gracePeriodSeconds" in self.query:
-            options["gracePeriodSeconds"] = int(self.query["gracePeriodSeconds"])
+            options["gracePeriodSeconds"] = self.int_param("gracePeriodSeconds")
         return options
 
     # -- list, watch, deletecollection -----------------------------------------------
@@ -353,14 +362,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def _list(self, resource, prefix, labels, fields):
         q = self.query
-        limit = int(q.get("limit") or 0)
+        limit = self.int_param("limit", 0)
         rv, start = None, ""
         if q.get("continue"):
             token_rv, rel = decode_continue(q["continue"])
             rv, start = (None if token_rv < 0 else token_rv), prefix + rel
         elif q.get("resourceVersionMatch") == "Exact":
-            rv = int(q.get("resourceVersion") or 0)
-        snap = self.api.store.snapshot(resource, rv, prefix, start)
+            rv = self.int_param("resourceVersion", 0)
+        unfiltered = labels is None and fields is None
+        snap = self.api.store.snapshot(resource, rv, prefix, start,
+                                       limit + 1 if limit and unfiltered else None)
         if snap is None:
             if q.get("continue"):
                 raise expired(
@@ -372,8 +383,8 @@ class Handler(BaseHTTPRequestHandler):
                     "the first chunk was returned and now may show up in the list.",
                     {"continue": encode_continue(-1, start[len(prefix):])})
             raise expired("The resourceVersion for the provided list is too old.")
-        list_rv, keys, entries = snap
-        selected = (range(len(entries)) if labels is None and fields is None else
+        list_rv, keys, entries, total = snap
+        selected = (range(len(entries)) if unfiltered else
                     [i for i, e in enumerate(entries)
                      if (labels is None or labels(e.labels))
                      and (fields is None or fields(e.fields))])
@@ -382,8 +393,8 @@ class Handler(BaseHTTPRequestHandler):
             last = selected[limit - 1]
             selected = selected[:limit]
             meta["continue"] = encode_continue(list_rv, "/" + keys[last][len(prefix):] + "\0")
-            if labels is None and fields is None:
-                meta["remainingItemCount"] = len(entries) - limit
+            if unfiltered:
+                meta["remainingItemCount"] = total - limit
         self._send_list(resource, meta, [entries[i].raw for i in selected])
 
     def _send_list(self, resource, meta: dict, raws: list):
@@ -408,13 +419,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def _watch(self, resource, prefix, labels, fields):
         ctx = self.server.ctx
-        rv_text = self.query.get("resourceVersion") or "0"
-        try:
-            rv = int(rv_text)
-        except ValueError:
-            raise bad_request(f'invalid resource version "{rv_text}"') from None
-        timeout = float(self.query.get("timeoutSeconds") or ctx.settings.watch_timeout)
-        req = WatchRequest(resource, prefix, labels, fields, rv,
+        timeout = self.int_param("timeoutSeconds") or ctx.settings.watch_timeout
+        req = WatchRequest(resource, prefix, labels, fields, self.int_param("resourceVersion", 0),
                            _truthy(self.query.get("allowWatchBookmarks", "")), timeout)
         self.start_chunked()
         clean = serve_watch(self.api.store, ctx.watchers, req, self.send_chunks,
@@ -428,7 +434,7 @@ class Handler(BaseHTTPRequestHandler):
     def _delete_collection(self, resource, prefix):
         labels, fields = self._selectors(resource)
         grace = self._delete_options().get("gracePeriodSeconds")
-        list_rv, keys, entries = self.api.store.snapshot(resource, None, prefix)
+        list_rv, keys, entries, _ = self.api.store.snapshot(resource, None, prefix)
         chosen = [i for i, e in enumerate(entries)
                   if (labels is None or labels(e.labels)) and (fields is None or fields(e.fields))]
         if resource == "pods":

@@ -174,22 +174,25 @@ class Store:
         events = res.events
         return res.first_seq + bisect_left(events, rv + 1, key=lambda e: e.rv)
 
-    def snapshot(self, name: str, rv: int | None = None, prefix: str = "", start: str = ""):
-        """(rv, keys, entries): the state at `rv` (None: now), sorted by key, from `start`
-        on and within `prefix`; None when `rv` is older than the history. Entries never
-        change once stored, so callers filter and write them without the lock."""
+    def snapshot(self, name: str, rv: int | None = None, prefix: str = "", start: str = "",
+                 count: int | None = None):
+        """(rv, keys, entries, total): the state at `rv` (None: now), sorted by key, from
+        `start` on and within `prefix`, at most `count` of the `total` there; None when `rv`
+        is older than the history. Entries never change once stored, so callers filter and
+        write them without the lock."""
         with self.lock:
             res = self.resources[name]
             lo, hi = res.key_range(prefix, start)
-            keys = res.keys[lo:hi]
             entries = res.entries
             if rv is None or rv >= self.rv:
-                return self.rv, keys, [entries[k] for k in keys]
+                keys = res.keys[lo:hi if count is None else min(hi, lo + count)]
+                return self.rv, keys, [entries[k] for k in keys], hi - lo
             if rv < res.compacted_rv:
                 return None
             undo = {}
             for ev in res.events[self.seq_after(res, rv) - res.first_seq:]:
                 undo.setdefault(ev.key, ev.prev)  # the state at rv: what the first change replaced
+            keys = res.keys[lo:hi]
             extra = sorted(k for k in undo if k not in entries and k.startswith(prefix)
                            and k >= start)
             if extra:
@@ -200,7 +203,7 @@ class Store:
                 if e is not None:
                     out_keys.append(k)
                     out.append(e)
-            return rv, out_keys, out
+            return rv, out_keys[:count], out[:count], len(out)
 
 
 def _item(obj: dict) -> dict:

@@ -57,6 +57,7 @@ class Watchers:
 
     def __init__(self, store: Store):
         self.store = store
+        self.opened = 0  # streams ever opened: lets a test see a client come back
         self._streams: set = set()
         self._lock = threading.Lock()
 
@@ -64,6 +65,7 @@ class Watchers:
         s = Stream()
         with self._lock:
             self._streams.add(s)
+            self.opened += 1
         return s
 
     def close(self, s: Stream):
@@ -135,7 +137,7 @@ def _run(store, res: Resource, stream: Stream, req, send, bookmark_interval, clo
     next_bookmark = min(periodic, last_bookmark)
     if not req.resource_version:
         with store.lock:  # the snapshot and the history position must agree
-            _, _, entries = store.snapshot(req.resource, None, req.prefix)
+            _, _, entries, _ = store.snapshot(req.resource, None, req.prefix)
             seq = res.next_seq
         added = [b'{"type":"ADDED","object":' + res.full(e.raw) + b"}\n"
                  for e in entries if _selected(req, e)]

@@ -1,68 +1,377 @@
-"""The pages show the built-in example cluster's cache, with or without htmx."""
+"""The pages show the read model the cache owner writes, with or without htmx.
+
+Rows are made with the ORM; the owner's live status is a JSON value under
+STATUS_KEY in the run's Redis, as the owner writes it.
+"""
+from datetime import timedelta
 import re
+import time
 
+import orjson
 import pytest
+from django.test import override_settings
+from django.utils import timezone
 
-from dashboard.example_cluster import ASSUMED_PODS, example
-from simcluster.generate import generate_cluster
+from dashboard import read_model
+from dashboard.feed.commands import redis_client
+from dashboard.feed.owner import STATUS_KEY
+from dashboard.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample, Transition)
 
-CLUSTER = generate_cluster(nodes=12, pods=150, zones=3, seed=7)
-NODE_NAMES = [node["metadata"]["name"] for node in CLUSTER.nodes]
-ZONE_OF = {node["metadata"]["name"]: node["metadata"]["labels"]["topology.kubernetes.io/zone"]
-           for node in CLUSTER.nodes}
-PAGES = [("/", "counts"), ("/nodes/", "node-table"), ("/zones/", "zone-groups")]
+pytestmark = pytest.mark.django_db
+
+GIB = 1024**3
+PAGES = [("/", "counts"), ("/nodes/", "node-table"), ("/zones/", "zone-groups"),
+         ("/pods/", "pod-list")]
 
 
-def page(client, url, **headers):
+@pytest.fixture(autouse=True)
+def owner(redis_url):
+    """No live owner unless a test says so: `owner(seq=..., ...)` writes its status."""
+    client = redis_client()
+    client.delete(STATUS_KEY)
+
+    def report(**counters):
+        status = {"nodes": 0, "node_infos": 0, "pods": 0, "assumed": 0, "pending": 0,
+                  "generation": 0, "snapshot_generation": 0, "seq": 0, "synced": True,
+                  "feed_backlog": 0, "applied": 0, "skipped": 0, "commands": 0,
+                  "at": time.time(), **counters}
+        client.set(STATUS_KEY, orjson.dumps(status), ex=10)
+    yield report
+    client.delete(STATUS_KEY)
+
+
+def node(name, zone="region-1/zone-a", tree_index=0, *, cpu=(0, 4000), memory=(0, 8 * GIB),
+         has_node=True, pods=0, generation=1):
+    return NodeRecord.objects.create(
+        name=name, zone=zone, tree_index=tree_index, has_node=has_node, pods=pods,
+        generation=generation,
+        requested={"milli_cpu": cpu[0], "memory": memory[0], "ephemeral_storage": 0,
+                   "allowed_pod_number": 0, "scalar_resources": {}},
+        allocatable={"milli_cpu": cpu[1], "memory": memory[1], "ephemeral_storage": 0,
+                     "allowed_pod_number": 110, "scalar_resources": {}})
+
+
+def pod(uid, state="Added", *, namespace="default", name=None, node="", zone="",
+        binding_finished=False, deadline=None, milli_cpu=0, memory=0):
+    return PodRecord.objects.create(
+        uid=uid, namespace=namespace, name=name or uid, state=state, node=node, zone=zone,
+        binding_finished=binding_finished, deadline=deadline, milli_cpu=milli_cpu,
+        memory=memory)
+
+
+def pods(state, count, **fields):
+    for index in range(count):
+        pod(f"{state.lower()}-{index}", state, **fields)
+
+
+_seq = iter(range(1, 10**6))
+
+
+def transition(kind, at, **fields):
+    return Transition.objects.create(seq=next(_seq), at=at, kind=kind, key=f"uid-{kind}",
+                                     cause="reaper", **fields)
+
+
+def page(client, url, status=200, **headers):
     response = client.get(url, **headers)
-    assert response.status_code == 200
+    assert response.status_code == status, response.content
     return response, response.content.decode()
 
 
-def test_overview_counts(client):
+def squash(html: str) -> str:
+    """The HTML with its whitespace runs cut to one space, to match text across lines."""
+    return re.sub(r"\s+", " ", html)
+
+
+# --- overview -------------------------------------------------------------------------------
+def test_overview_counts_pods_by_state(client):
+    pods("Pending", 3)
+    pods("Added", 5)
+    pods("Expired", 1)
+    pods("Forgotten", 2)
+    pods("Assumed", 3)
+    pod("assumed-bound", "Assumed", binding_finished=True, deadline=time.time() + 30)
+    response, html = page(client, "/")
+    assert response.context["overview"].pods == read_model.PodCounts(
+        pending=3, assumed=4, binding_finished=1, added=5, expired=1, forgotten=2)
+    html = squash(html)
+    for state, count in [("Pending", 3), ("Assumed", 4), ("Added", 5), ("Expired", 1),
+                         ("Forgotten", 2)]:
+        assert f'<a href="/pods/?state={state}">{state}</a></dt><dd>{count}</dd>' in html
+    assert "1 binding finished" in html
+
+
+def test_overview_counts_what_expired_or_was_forgotten_in_the_last_five_minutes(client):
+    now = timezone.now()
+    transition("pod_expired", now - timedelta(minutes=1))
+    transition("pod_expired", now - timedelta(minutes=4, seconds=50))
+    transition("pod_expired", now - timedelta(minutes=6))        # too old
+    transition("pod_forgotten", now - timedelta(seconds=5))
+    transition("pod_forgotten", now - timedelta(hours=1))        # too old
+    transition("pod_assumed", now)                               # another kind
+    response, html = page(client, "/")
+    assert response.context["overview"].recent == read_model.RecentOutcomes(2, 1, 5)
+    assert ("In the last 5 minutes: <strong>2</strong> expired, "
+            "<strong>1</strong> forgotten.") in squash(html)
+
+
+def test_overview_shows_a_live_owner(client, owner):
+    owner(seq=4321, synced=False, feed_backlog=17, at=time.time() - 3)
+    response, html = page(client, "/")
+    status = response.context["overview"].owner
+    assert (status.live, status.seq, status.feed_backlog, status.synced) == (True, 4321, 17, False)
+    section = squash(html.split('<section class="panel" id="owner-status">')[1].split("</section>")[0])
+    assert "Owner live" in section and "syncing" in section
+    assert "<dt>Synced</dt><dd>no: still listing</dd>" in section
+    assert "<dt>Sequence number</dt><dd>4321</dd>" in section
+    assert "<dt>Feed backlog</dt><dd>17</dd>" in section
+    assert "<dt>Reported</dt><dd>3 s ago</dd>" in section
+
+
+def test_every_page_says_whether_an_owner_is_live(client, owner):
+    for url, _ in PAGES:
+        assert "No live owner" in page(client, url)[1]
+    owner(seq=99)
+    for url, _ in PAGES:
+        _, html = page(client, url)
+        assert "No live owner" not in html
+        assert 'class="badge ok">Owner live</span> <span class="muted">seq 99</span>' in html
+
+
+@override_settings(REDIS_URL="unix:///nonexistent/schedview-test.sock")
+def test_pages_still_render_when_redis_is_unreachable(client):
+    pods("Added", 2)
+    response, html = page(client, "/")
+    assert response.context["overview"].owner.state == "unreachable"
+    assert "Redis unreachable" in html
+    assert response.context["overview"].pods.added == 2
+
+
+def test_overview_shows_the_latest_comparison_and_its_drift(client):
+    now = timezone.now()
+    ComparerRun.objects.create(at=now - timedelta(minutes=2), clean=True, report={"clean": True})
+    ComparerRun.objects.create(at=now - timedelta(seconds=30), clean=False, report={
+        "missed_pods": ["u1", "u2"], "redundant_pods": [], "stale_nodes": [["n1", "5", "6"]],
+        "ghost_nodes": [["n2", 3]], "unconfirmed_assumed": ["u3", "u4"], "clean": False})
+    response, html = page(client, "/")
+    run = response.context["overview"].comparison
+    assert (run.clean, run.when) == (False, "30 s ago")
+    assert run.drift == [("missed pods", 2), ("stale nodes", 1)]
+    section = squash(html.split('id="comparer">')[1].split("</section>")[0])
+    assert '<span class="badge bad">Drift</span>' in section and "Clean" not in section
+    assert "<li><strong>2</strong> missed pods</li><li><strong>1</strong> stale nodes</li>" in section
+    assert "redundant pods" not in section
+    assert ("Also 1 nodes deleted with pods left, 2 assumed pods not bound yet "
+            "(states, not drift).") in section
+
+
+def test_overview_shows_a_clean_comparison_or_none(client):
+    assert "No comparison yet." in page(client, "/")[1]
+    ComparerRun.objects.create(at=timezone.now() - timedelta(minutes=3), clean=True,
+                               report={"missed_pods": [], "clean": True})
+    section = squash(page(client, "/")[1].split('id="comparer">')[1].split("</section>")[0])
+    assert '<span class="badge ok">Clean</span>' in section
+    assert "compared" in section and "3 min ago" in section
+    assert "<ul" not in section and "No comparison yet." not in section
+
+
+def test_overview_compares_the_latest_snapshot_with_the_cache_generation(client, owner):
+    now = timezone.now()
+    SnapshotSample.objects.create(at=now - timedelta(minutes=1), generation=900,
+                                  cache_generation=900)  # a previous owner's: older
+    SnapshotSample.objects.create(at=now - timedelta(seconds=2), generation=12,
+                                  cache_generation=12)
+    node("n1", generation=10)
+    node("n2", generation=15)
+    response, html = page(client, "/")
+    lag = response.context["overview"].snapshot
+    assert (lag.generation, lag.cache_generation, lag.cache_source, lag.behind) == (
+        12, 15, "read model", 3)
+    section = squash(html.split('id="snapshot">')[1].split("</section>")[0])
+    assert "<dt>Snapshot generation</dt><dd>12 <small>taken 2 s ago</small></dd>" in section
+    assert "<dt>Cache generation</dt><dd>15 <small>read model</small></dd>" in section
+    assert "<dt>Snapshot lag</dt><dd>3 generations behind</dd>" in section
+
+    owner(generation=20, snapshot_generation=12)   # a live owner knows the newest generation
+    section = squash(page(client, "/")[1].split('id="snapshot">')[1].split("</section>")[0])
+    assert "<dt>Cache generation</dt><dd>20 <small>live</small></dd>" in section
+    assert "8 generations behind" in section
+
+    owner(generation=12)
+    assert "<dd>up to date</dd>" in page(client, "/")[1]
+
+
+def test_overview_before_any_snapshot(client):
+    assert "No snapshot taken yet." in page(client, "/")[1]
+
+
+def test_overview_totals_nodes_and_their_requests(client):
+    node("n1", cpu=(1500, 4000), memory=(2 * GIB, 8 * GIB))
+    node("n2", cpu=(500, 4000), memory=(0, 8 * GIB))
+    node("gone", cpu=(250, 0), memory=(GIB, 0), has_node=False)
     response, html = page(client, "/")
     overview = response.context["overview"]
-    assert overview.nodes == 12
-    assert overview.pods == len(CLUSTER.pods) + ASSUMED_PODS
-    assert overview.assumed == ASSUMED_PODS
-    # The snapshot was taken before the assumptions: it lags the cache.
-    assert 0 < overview.snapshot_generation < overview.cache_generation == example().cache.generation
-    for label, value in [("Nodes", 12), ("Assumed pods", ASSUMED_PODS),
-                         ("Cache generation", overview.cache_generation),
-                         ("Snapshot generation", overview.snapshot_generation)]:
-        assert f"<dt>{label}</dt><dd>{value}</dd>" in html
-    assert html.count("<meter") == 2  # cluster-wide cpu and memory
+    assert (overview.nodes, overview.missing_nodes) == (3, 1)
+    html = squash(html)
+    assert "<dt><a href=\"/nodes/\">Nodes</a></dt><dd>3</dd>" in html
+    assert "<dt>Deleted, pods left</dt><dd>1</dd>" in html
+    assert "2.2 / 8.0 cores <small>(28%)</small>" in html
+    assert "3.0 / 16.0 GiB <small>(19%)</small>" in html
+    assert html.count("<meter") == 2
 
 
-def test_nodes_table_has_a_row_and_two_bars_per_node(client):
+# --- nodes ----------------------------------------------------------------------------------
+def test_nodes_table_has_a_row_per_node_by_name_with_its_assumed_pods(client):
+    node("node-b", "region-1/zone-b", 1, cpu=(1000, 4000), pods=3, generation=7)
+    node("node-a", "region-1/zone-a", 0, cpu=(3000, 4000), memory=(4 * GIB, 8 * GIB), pods=2)
+    node("node-c", "", 2, pods=0)
+    pods("Assumed", 2, node="node-b")
+    pod("bound-a", "Assumed", node="node-a", binding_finished=True)
+    pods("Added", 4, node="node-a")                     # not assumed
+    pod("assumed-elsewhere", "Assumed", node="node-z")  # not a node of the page
     response, html = page(client, "/nodes/")
-    for name in NODE_NAMES:
-        assert f'<tr id="node-{name}">' in html
-    assert html.count("<meter") == 2 * len(NODE_NAMES)
-    rows = response.context["nodes"]
-    assert sum(row.assumed for row in rows) == ASSUMED_PODS
-    assert sum(row.pods for row in rows) == len(CLUSTER.pods) + ASSUMED_PODS
-    for row in rows:
-        assert f'value="{row.cpu.percent}"' in html
-        assert f"{row.cpu.text} <small>({row.cpu.percent}%)</small>" in html
+    rows = response.context["nodes"].rows
+    assert [row.name for row in rows] == ["node-a", "node-b", "node-c"]
+    assert [row.assumed for row in rows] == [1, 2, 0]
+    assert [row.zone for row in rows] == ["region-1/zone-a", "region-1/zone-b", "(no zone)"]
+    assert html.index('<tr id="node-node-a">') < html.index('<tr id="node-node-b">') \
+        < html.index('<tr id="node-node-c">')
+    assert html.count("<meter") == 2 * 3
+    html = squash(html)
+    assert "<h2>3 nodes</h2>" in html
+    assert ('<td class="num">3</td> <td class="num">2</td> <td class="num">7</td> </tr>' in html)
+    assert 'value="75"' in html and "3.0 / 4.0 cores <small>(75%)</small>" in html
+    assert "4.0 / 8.0 GiB <small>(50%)</small>" in html
+    assert "deleted, pods left" not in html
 
 
+def test_nodes_deleted_with_pods_left_are_marked(client):
+    node("kept")
+    node("gone", "", -1, cpu=(500, 0), pods=2, has_node=False)
+    _, html = page(client, "/nodes/")
+    gone = html.split('<tr id="node-gone" class="missing">')[1].split("</tr>")[0]
+    assert "deleted, pods left" in gone
+    kept = html.split('<tr id="node-kept">')[1].split("</tr>")[0]
+    assert "deleted" not in kept
+    assert "1 deleted with pods left</span>" in html
+
+
+def test_nodes_are_paged(client, monkeypatch):
+    monkeypatch.setattr(read_model, "NODES_PER_PAGE", 2)
+    for name in ["n3", "n1", "n2"]:
+        node(name)
+    response, html = page(client, "/nodes/")
+    assert [row.name for row in response.context["nodes"].rows] == ["n1", "n2"]
+    assert "<h2>3 nodes</h2>" in html and "Page 1 of 2" in html
+    assert '<a href="?page=2"' in html
+    response, html = page(client, "/nodes/?page=2")
+    assert [row.name for row in response.context["nodes"].rows] == ["n3"]
+    assert '<a href="?page=1"' in html and "Page 2 of 2" in html
+
+
+def test_nodes_page_without_nodes(client):
+    _, html = page(client, "/nodes/")
+    assert "<h2>0 nodes</h2>" in html and "No nodes in the read model yet." in html
+
+
+# --- zones ----------------------------------------------------------------------------------
 def test_zones_group_the_node_tree_order(client):
+    # Tree order (tree_index) interleaves zones; zone-c's node comes first in the tree.
+    tree = [("c-0", "region-1/zone-c", 0), ("a-0", "region-1/zone-a", 1),
+            ("b-0", "region-1/zone-b", 2), ("c-1", "region-1/zone-c", 3),
+            ("a-1", "region-1/zone-a", 4), ("c-2", "region-1/zone-c", 5)]
+    for name, zone, index in reversed(tree):
+        node(name, zone, index, cpu=(1000, 4000))
+    node("ghost", "", -1, cpu=(500, 0), has_node=False, pods=1)
     response, html = page(client, "/zones/")
     groups = response.context["zones"]
-    assert [group.label for group in groups] == ["region-1/zone-a", "region-1/zone-b", "region-1/zone-c"]
-    tree_order = example().cache.node_tree.list()
-    for group in groups:
-        zone = group.label.split("/")[1]
-        assert [name for _, name in group.nodes] == [name for name in tree_order if ZONE_OF[name] == zone]
-        for position, name in group.nodes:
-            assert tree_order[position - 1] == name
-            assert f'<span class="position">{position}</span> {name}' in html
-    assert sorted(name for group in groups for _, name in group.nodes) == sorted(NODE_NAMES)
+    assert [group.label for group in groups] == [
+        "region-1/zone-c", "region-1/zone-a", "region-1/zone-b", "(not in the tree)"]
+    assert [[(position, name) for position, name, _ in group.nodes] for group in groups] == [
+        [(1, "c-0"), (4, "c-1"), (6, "c-2")], [(2, "a-0"), (5, "a-1")], [(3, "b-0")],
+        [(0, "ghost")]]
+    assert groups[0].cpu == read_model.Usage(3.0, 12.0, "cores")
+    html = squash(html)
+    assert "<h2>4 zones</h2>" in html
+    assert "region-1/zone-c <small>3 nodes</small>" in html
+    assert '<span class="position">6</span> c-2' in html
+    assert html.index("c-2") < html.index("a-0") < html.index("b-0") < html.index("ghost")
+    assert '<li class="missing"><span class="position">–</span> ghost' in html
+    assert "3.0 / 12.0 cores <small>(25%)</small>" in html
+
+
+def test_a_node_in_the_tree_without_zone_labels(client):
+    node("plain", "", 0)
+    groups = page(client, "/zones/")[0].context["zones"]
+    assert [(group.label, group.nodes) for group in groups] == [("(no zone)", [(1, "plain", True)])]
+
+
+# --- pods -----------------------------------------------------------------------------------
+def test_pods_are_listed_by_namespace_and_name(client):
+    for uid, namespace, name in [("u1", "web", "b"), ("u2", "batch", "z"), ("u3", "web", "a")]:
+        pod(uid, "Added", namespace=namespace, name=name, node="n1", zone="region-1/zone-a",
+            milli_cpu=250, memory=512 * 1024**2)
+    response, html = page(client, "/pods/")
+    assert [(r.namespace, r.name) for r in response.context["pods"].rows] == [
+        ("batch", "z"), ("web", "a"), ("web", "b")]
+    html = squash(html)
+    assert "<h2>3 pods</h2>" in html
+    assert ('<tr id="pod-u3"> <td>web</td> <th scope="row">a</th> '
+            '<td><span class="state state-added">Added</span></td> <td>n1</td> '
+            '<td>region-1/zone-a</td> <td class="num">250m</td> <td class="num">512 MiB</td>') in html
+
+
+def test_pods_filter_by_state(client):
+    pods("Pending", 2)
+    pods("Added", 3)
+    pod("bound", "Assumed", node="n1", binding_finished=True, deadline=time.time() + 20.4)
+    pod("binding", "Assumed", node="n1")
+    response, html = page(client, "/pods/?state=Assumed")
+    assert [row.uid for row in response.context["pods"].rows] == ["binding", "bound"]
+    html = squash(html)
+    assert "<h2>2 Assumed pods</h2>" in html
+    assert '<a href="?state=Assumed" hx-get="?state=Assumed" hx-target="#pod-list" ' \
+           'hx-swap="outerHTML" hx-push-url="true" aria-current="true">Assumed <small>2</small></a>' in html
+    assert "Pending <small>2</small>" in html and "All <small>7</small>" in html
+    assert "<small class=\"muted\">binding</small>" in html
+    assert re.search(r'<small class="muted">bound, expires in (19|20) s</small>', html)
+    assert "pending-0" not in html and "added-0" not in html
+
+
+def test_pods_pages_keep_the_filter(client, monkeypatch):
+    monkeypatch.setattr(read_model, "PODS_PER_PAGE", 2)
+    pods("Added", 5)
+    pods("Pending", 1)
+    response, html = page(client, "/pods/?state=Added&page=2")
+    assert [row.uid for row in response.context["pods"].rows] == ["added-2", "added-3"]
+    assert "Page 2 of 3" in html
+    assert '<a href="?state=Added&amp;page=1"' in html and '<a href="?state=Added&amp;page=3"' in html
+
+
+def test_pods_refuse_an_unknown_state(client):
+    _, text = page(client, "/pods/?state=Running", status=400)
+    assert "unknown state 'Running'" in text
+
+
+def test_pods_page_without_pods(client):
+    assert "No Expired pods in the read model." in page(client, "/pods/?state=Expired")[1]
+
+
+# --- every page -----------------------------------------------------------------------------
+def some_of_everything():
+    node("n1", "region-1/zone-a", 0, pods=2)
+    node("n2", "region-1/zone-b", 1, has_node=False, pods=1)
+    pods("Assumed", 2, node="n1")
+    pods("Added", 1, node="n2")
+    pods("Pending", 2)
+    SnapshotSample.objects.create(generation=3, cache_generation=3)
+    ComparerRun.objects.create(clean=True, report={"clean": True})
 
 
 @pytest.mark.parametrize("url, section", PAGES)
-def test_an_htmx_request_gets_the_same_section_alone(client, url, section):
+def test_an_htmx_request_gets_the_same_section_alone(client, owner, url, section):
+    some_of_everything()
+    owner(seq=5)
     _, whole = page(client, url)
     _, fragment = page(client, url, HTTP_HX_REQUEST="true")
     assert "<html" not in fragment
@@ -73,7 +382,23 @@ def test_an_htmx_request_gets_the_same_section_alone(client, url, section):
 @pytest.mark.parametrize("url, _section", PAGES)
 def test_pages_work_without_javascript(client, url, _section):
     """Every page links every other, and its refresh link is a plain link too."""
-    _, html = page(client, url)
+    some_of_everything()
+    _, html = page(client, url + "?page=1")
     for other, _ in PAGES:
         assert f'href="{other}"' in html
-    assert re.search(rf'<a class="refresh" href="{url}"', html)
+    assert f'<a class="refresh" href="{url}?page=1"' in html
+
+
+@pytest.mark.parametrize("url, queries", [("/", 7), ("/nodes/", 4), ("/zones/", 2),
+                                          ("/pods/", 4), ("/pods/?state=Added", 4)])
+def test_queries_do_not_grow_with_the_rows(client, django_assert_num_queries, url, queries):
+    """Counts are SQL aggregates and lists are pages: as many queries for 300 pods as for 3."""
+    PodRecord.objects.bulk_create(
+        PodRecord(uid=f"u{i}", namespace="default", name=f"p{i:03}", node=f"n{i % 30}",
+                  state=["Pending", "Assumed", "Added"][i % 3], binding_finished=i % 2 == 0)
+        for i in range(300))
+    for i in range(30):
+        node(f"n{i}", f"region-1/zone-{'abc'[i % 3]}", i)
+    SnapshotSample.objects.create(generation=3, cache_generation=3)
+    with django_assert_num_queries(queries):
+        page(client, url)

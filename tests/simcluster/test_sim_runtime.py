@@ -2,6 +2,7 @@
 
 import http.client
 import os
+import queue
 import subprocess
 import sys
 import threading
@@ -83,6 +84,29 @@ def test_drop_watches_ends_streams_cleanly_or_abruptly(sim):
     sim.drop_watches(abrupt=True)
     with pytest.raises(http.client.IncompleteRead):
         resp.read()
+
+
+def test_client_watch_without_timeout_comes_back_after_a_drop(sim, v1):
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    w = watch.Watch()
+    seen = queue.Queue()
+
+    def consume():
+        for event in w.stream(v1.list_namespaced_pod, "default", resource_version=rv):
+            seen.put(event["object"].metadata.name)
+            if event["object"].metadata.name == "after":
+                w.stop()
+    thread = threading.Thread(target=consume, daemon=True)
+    thread.start()
+    wait_for(lambda: sim.watchers.opened == 1)
+    v1.create_namespaced_pod("default", pending_pod_body("before"))
+    assert seen.get(timeout=10) == "before"
+    sim.drop_watches()
+    wait_for(lambda: sim.watchers.opened == 2)  # the client re-watched from its last rv
+    v1.create_namespaced_pod("default", pending_pod_body("after"))
+    assert seen.get(timeout=10) == "after"
+    thread.join(timeout=10)
+    assert seen.empty()
 
 
 def test_history_ring_overflow_makes_old_versions_expire(small_cluster):

@@ -1,13 +1,16 @@
 """`manage.py up`: the whole dashboard on this machine (what `make run` starts).
 
-It starts an embedded Redis unless REDIS_URL is set, migrates the database,
-collects static files and serves the ASGI app with daphne. The long-running
-parts are children of one Supervisor: Ctrl-C (or SIGTERM) stops them all,
-and if one dies the others are stopped and the command fails, naming it.
+It starts an embedded Redis unless REDIS_URL is set, a simulated cluster
+unless SCHEDVIEW_KUBECONFIG is set, migrates the database, collects static
+files, then runs the cache owner, a Celery worker and beat, and the web
+(daphne). The long-running parts are children of one Supervisor: Ctrl-C (or
+SIGTERM) stops them all, and if one dies the others are stopped and the
+command fails, naming it.
 """
 import os
 import signal
 import sys
+import time
 
 from django.conf import settings
 from django.core.management import call_command
@@ -24,14 +27,46 @@ def web(port: int) -> Child:
                          "dashboard.asgi:application"])
 
 
+def simulated_cluster(kubeconfig, nodes, pods, churn) -> Child:
+    return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes),
+                                "--pods", str(pods), "--zones", "3", "--churn", str(churn),
+                                "--pending-fraction", "0.02", "--bookmark-interval", "10",
+                                "--kubeconfig", str(kubeconfig)])
+
+
+def wait_for_file(path, process, timeout=120.0):
+    """The simulated cluster writes its kubeconfig once it serves."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            raise CommandError(f"the simulated cluster exited with code {process.returncode}")
+        if time.monotonic() > deadline:
+            raise CommandError(f"the simulated cluster wrote no kubeconfig in {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+def manage(name, *argv) -> Child:
+    return Child(name, [sys.executable, "manage.py", *argv])
+
+
+def celery(name, *argv) -> Child:
+    return Child(name, [sys.executable, "-m", "celery", "-A", "dashboard", *argv,
+                        "--loglevel", "WARNING"])
+
+
 class Command(BaseCommand):
-    help = "Run the whole dashboard: embedded Redis (unless REDIS_URL is set), migrations, web."
+    help = ("Run the whole dashboard: embedded Redis and a simulated cluster (unless configured), "
+            "migrations, the cache owner, Celery worker and beat, web.")
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")),
                             help="HTTP port on 127.0.0.1 (default: $PORT or 8000)")
+        parser.add_argument("--nodes", type=int, default=100, help="simulated cluster size")
+        parser.add_argument("--pods", type=int, default=2000, help="simulated pods at start")
+        parser.add_argument("--churn", type=float, default=20.0,
+                            help="simulated pod changes per second")
 
-    def handle(self, *args, port, **options):
+    def handle(self, *args, port, nodes, pods, churn, **options):
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops us as Ctrl-C does
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         try:
@@ -40,8 +75,17 @@ class Command(BaseCommand):
                     redis = supervisor.start(
                         Child("redis", embedded_redis.command(settings.EMBEDDED_REDIS_SOCKET)))
                     embedded_redis.wait_until_ready(settings.REDIS_URL, redis)
+                if "SCHEDVIEW_KUBECONFIG" not in os.environ:
+                    kubeconfig = settings.SCHEDVIEW_KUBECONFIG
+                    kubeconfig.unlink(missing_ok=True)
+                    cluster = supervisor.start(simulated_cluster(kubeconfig, nodes, pods, churn))
+                    wait_for_file(kubeconfig, cluster)
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
+                supervisor.start(manage("owner", "watch"))
+                supervisor.start(celery("worker", "worker"))
+                supervisor.start(celery("beat", "beat", "--schedule",
+                                        str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port))
                 self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it)")
                 child, code = supervisor.wait()

@@ -1,0 +1,149 @@
+"""Throughput of the simulated cluster over loopback HTTP (server in its own process).
+
+    .venv/bin/python bench/simcluster_bench.py --nodes 5000 --pods 150000
+
+Measures: generation time (in this process), full LIST of all pods (raw bytes and
+through the official client with _preload_content=False + orjson), a paged LIST,
+a watch without resourceVersion (one synthetic ADDED per pod) read by a raw JSON
+line reader, and live events under churn.
+"""
+
+import argparse
+import gc
+import http.client
+import subprocess
+import sys
+import time
+from urllib.parse import urlsplit
+
+import orjson
+
+
+def timed(label, fn, describe=str):
+    start = time.perf_counter()
+    result = fn()
+    elapsed = time.perf_counter() - start
+    print(f"{label:<46} {elapsed:8.2f} s   {describe(result)}", flush=True)
+    return elapsed, result
+
+
+def conn_for(url, timeout=600):
+    parts = urlsplit(url)
+    return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+
+
+def raw_list(url, path="/api/v1/pods"):
+    conn = conn_for(url)
+    conn.request("GET", path, headers={"Accept": "application/json"})
+    body = conn.getresponse().read()
+    conn.close()
+    return body
+
+
+def client_list(url):
+    """With the cyclic GC paused while parsing: otherwise its full collections over
+    millions of fresh objects cost several times the parse itself."""
+    from kubernetes import client
+    api = client.CoreV1Api(client.ApiClient(client.Configuration(host=url)))
+    resp = api.list_pod_for_all_namespaces(_preload_content=False)
+    gc.disable()
+    try:
+        items = orjson.loads(resp.data)["items"]
+    finally:
+        gc.enable()
+    return f"{len(items)} pods parsed"
+
+
+def paged_list(url, limit):
+    token, count, pages = "", 0, 0
+    while True:
+        path = f"/api/v1/pods?limit={limit}" + (f"&continue={token}" if token else "")
+        data = orjson.loads(raw_list(url, path))
+        count += len(data["items"])
+        pages += 1
+        token = data["metadata"].get("continue")
+        if not token:
+            return f"{count} pods in {pages} pages"
+
+
+def watch_lines(url, path, want, seconds):
+    """Read watch lines until `want` events or `seconds` pass; returns (events, elapsed)."""
+    conn = conn_for(url)
+    conn.request("GET", path)
+    resp = conn.getresponse()
+    start = time.perf_counter()
+    count = 0
+    while count < want and time.perf_counter() - start < seconds:
+        line = resp.fp.readline()  # chunk size line, then the event line, then CRLF
+        if not line or line == b"0\r\n":
+            break
+        event = resp.fp.readline()
+        resp.fp.readline()
+        if event.startswith(b'{"type":"BOOKMARK"'):
+            continue
+        count += 1
+    elapsed = time.perf_counter() - start
+    conn.close()
+    return count, elapsed
+
+
+def control(url, action, body):
+    conn = conn_for(url)
+    conn.request("POST", f"/simcluster/v1/{action}", body=orjson.dumps(body))
+    reply = orjson.loads(conn.getresponse().read())
+    conn.close()
+    return reply
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150000)
+    parser.add_argument("--zones", type=int, default=5)
+    parser.add_argument("--churn", type=float, default=20000)
+    args = parser.parse_args()
+
+    from simcluster.generate import generate_cluster
+    timed(f"generate_cluster({args.nodes} nodes, {args.pods} pods)",
+          lambda: len(generate_cluster(args.nodes, args.pods, args.zones, seed=1).pods),
+          lambda n: f"{n} pods")
+
+    started = time.perf_counter()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "simcluster", "serve", "--nodes", str(args.nodes), "--pods",
+         str(args.pods), "--zones", str(args.zones), "--history", "200000",
+         "--no-kubelet"], stdout=subprocess.PIPE, text=True)
+    url = server.stdout.readline().strip()
+    print(f"{'server up (generate + serialize + serve)':<46} "
+          f"{time.perf_counter() - started:8.2f} s   {url}", flush=True)
+    try:
+        for i in range(2):
+            start = time.perf_counter()
+            size = len(raw_list(url))
+            elapsed = time.perf_counter() - start
+            print(f"{f'LIST /api/v1/pods, raw bytes (run {i + 1})':<46} {elapsed:8.2f} s   "
+                  f"{size / 1e6:.0f} MB, {size / 1e6 / elapsed:.0f} MB/s", flush=True)
+        timed("LIST via kubernetes client, raw + orjson", lambda: client_list(url))
+        timed("LIST paged, limit=500", lambda: paged_list(url, 500))
+        count, elapsed = watch_lines(url, "/api/v1/pods?watch=true&timeoutSeconds=600",
+                                     args.pods, 600)
+        print(f"{'WATCH without rv: synthetic ADDED':<46} {elapsed:8.2f} s   "
+              f"{count} events, {count / elapsed:,.0f} events/s", flush=True)
+        rv = orjson.loads(raw_list(url, "/api/v1/nodes?limit=1"))["metadata"]["resourceVersion"]
+        control(url, "churn", {"rate": args.churn})
+        count, elapsed = watch_lines(url, f"/api/v1/pods?watch=true&resourceVersion={rv}"
+                                          "&timeoutSeconds=60", 10**9, 5)
+        control(url, "churn", {"rate": 0})
+        print(f"{'WATCH live events under churn (5 s)':<46} {elapsed:8.2f} s   "
+              f"{count} events, {count / elapsed:,.0f} events/s", flush=True)
+        count, elapsed = watch_lines(url, f"/api/v1/pods?watch=true&resourceVersion={rv}"
+                                          "&timeoutSeconds=60", count, 60)
+        print(f"{'WATCH replay of those events from history':<46} {elapsed:8.2f} s   "
+              f"{count} events, {count / elapsed:,.0f} events/s", flush=True)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""The one door for state changes: views, REST, the extender and tasks all call these.
+
+Each action asks the cache owner (a command over Redis, dashboard.feed.commands),
+queues what follows (the bind), and writes one AuditAction row, refused actions
+too (ok=False with the owner's message). A refusal raises CommandError with the
+owner's status (400, 404, 409; 503 when no owner answered) after it is audited.
+
+These are blocking calls (Redis, the database): from async code, wrap them in
+asgiref's sync_to_async.
+"""
+import logging
+
+from django.conf import settings
+
+from dashboard.feed.commands import CommandError, send, send_many
+
+log = logging.getLogger(__name__)
+
+TIMEOUT = 5.0   # seconds to wait for the owner's answer (then 503, OwnerUnavailable)
+
+
+def schedule_pod(namespace: str, name: str, node: str, actor: str, *,
+                 timeout: float = TIMEOUT) -> dict:
+    """Assume the pending pod on `node` in the owner's cache, then queue its bind.
+
+    Returns the owner's result ({"uid", "node", "before", "after"}: the node's
+    aggregates before and after) plus "task_id", the bind task's id.
+    """
+    from dashboard.tasks import bind_pod
+
+    args = {"namespace": namespace, "name": name, "node": node}
+    try:
+        result = send("assume", args, actor=actor, timeout=timeout)
+    except CommandError as e:
+        _audit(actor, "schedule", f"{namespace}/{name}", node, e, {**args, "status": e.status})
+        raise
+    uid = result["uid"]
+    try:
+        task = bind_pod.delay(uid, namespace, name, node)
+    except Exception as e:
+        error = _unqueued(uid, node, e, actor)
+        _audit(actor, "schedule", uid, node, error, {**args, "status": error.status})
+        raise error from e
+    _audit(actor, "schedule", uid, node, None, {**args, "task_id": task.id,
+                                                 "before": result.get("before"),
+                                                 "after": result.get("after")})
+    return {**result, "task_id": task.id}
+
+
+def schedule_pods(placements: list, actor: str, *, timeout: float = TIMEOUT) -> list:
+    """schedule_pod for many pods at once: [(namespace, name, node), ...].
+
+    The assumes go to the owner in one RPUSH and the binds to Celery in batches
+    of SCHEDVIEW_BIND_BATCH (bind_pods), which a worker gets through several times
+    faster than one task per pod. Returns, per placement, the result (as
+    schedule_pod's, "task_id" being its batch's) or the CommandError it got.
+    """
+    from dashboard.tasks import bind_pods
+
+    commands = [("assume", {"namespace": ns, "name": name, "node": node})
+                for ns, name, node in placements]
+    replies = send_many(commands, actor=actor, timeout=timeout)
+    out, assumed, records = list(replies), [], []
+    for i, ((ns, name, node), reply) in enumerate(zip(placements, replies)):
+        if isinstance(reply, CommandError):
+            records.append(_record(actor, "schedule", f"{ns}/{name}", node, reply,
+                                   {"namespace": ns, "name": name, "node": node,
+                                    "status": reply.status}))
+        else:
+            assumed.append((i, reply["uid"], ns, name, node))
+    size = max(1, settings.SCHEDVIEW_BIND_BATCH)
+    for start in range(0, len(assumed), size):
+        chunk = assumed[start:start + size]
+        try:
+            task_id = bind_pods.delay([[uid, ns, name, node]
+                                       for _, uid, ns, name, node in chunk]).id
+            error = None
+        except Exception as e:
+            task_id, error = None, e
+        for i, uid, ns, name, node in chunk:
+            details = {"namespace": ns, "name": name, "node": node}
+            if error is None:
+                out[i] = {**replies[i], "task_id": task_id}
+                records.append(_record(actor, "schedule", uid, node, None,
+                                       {**details, "task_id": task_id,
+                                        "before": replies[i].get("before"),
+                                        "after": replies[i].get("after")}))
+            else:
+                out[i] = _unqueued(uid, node, error, actor)
+                records.append(_record(actor, "schedule", uid, node, out[i],
+                                       {**details, "status": 503}))
+    _save(records)
+    return out
+
+
+def forget_pod(uid: str, actor: str, reason: str = "", *, timeout: float = TIMEOUT) -> dict:
+    """Drop an assumed pod from the owner's cache (its bind failed, or an operator says so)."""
+    return _simple("forget", uid, actor, {"uid": uid, "reason": reason or f"forgotten by {actor}"},
+                   timeout)
+
+
+def expire_pod(uid: str, actor: str, *, timeout: float = TIMEOUT) -> dict:
+    """Expire an assumed pod now, as the reaper would once its TTL has passed."""
+    return _simple("expire", uid, actor, {"uid": uid}, timeout)
+
+
+def _simple(op: str, uid: str, actor: str, args: dict, timeout: float) -> dict:
+    try:
+        result = send(op, args, actor=actor, timeout=timeout)
+    except CommandError as e:
+        _audit(actor, op, uid, "", e, {**args, "status": e.status})
+        raise
+    node = (result or {}).get("node", "") if isinstance(result, dict) else ""
+    _audit(actor, op, uid, node or "", None, {**args, "result": result})
+    return result
+
+
+def _unqueued(uid: str, node: str, error: Exception, actor: str) -> CommandError:
+    """The bind could not be queued: undo the assumption, so the pod is not stuck assumed."""
+    log.error("could not queue the bind of %s on %s: %s; forgetting it", uid, node, error)
+    try:
+        send("forget", {"uid": uid, "node": node,
+                        "reason": f"could not queue the bind: {error}"},
+             actor=actor, wait=False, timeout=None)
+    except CommandError:
+        log.exception("could not forget %s either", uid)
+    return CommandError(503, f"assumed, but the bind could not be queued: {error}")
+
+
+# -- audit -------------------------------------------------------------------------------------
+
+def _record(actor, action, target, node, error, details):
+    from dashboard.models import AuditAction
+
+    return AuditAction(actor=actor[:150], action=action, target=target[:253], node=node[:253],
+                       ok=error is None, message="" if error is None else _text(error),
+                       details=details)
+
+
+def _text(error) -> str:
+    return error.message if isinstance(error, CommandError) else str(error)
+
+
+def _audit(actor, action, target, node, error, details):
+    _save([_record(actor, action, target, node, error, details)])
+
+
+def _save(records):
+    """Write audit rows. The change already happened in the owner: a failing database
+    is logged, not raised, so the caller still learns the outcome of its action."""
+    if not records:
+        return
+    from dashboard.models import AuditAction
+
+    try:
+        AuditAction.objects.bulk_create(records)
+    except Exception:
+        log.exception("could not write %d audit record(s): %s", len(records),
+                      [(r.action, r.target, r.ok) for r in records])

@@ -1,0 +1,519 @@
+"""The cache owner: the one process that writes the cache.
+
+It applies what the reflectors saw (watch events and fresh lists), the
+commands other processes send (assume, finish binding, forget, expire, reap,
+compare), and hands every transition on: to the database (read model and
+history, in batches) and to the browsers (one channel-layer message a flush).
+Everything runs in one thread in small steps that report whether they found
+work, so tests drive it step by step.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timezone
+import logging
+import queue
+import threading
+import time
+
+import orjson
+
+from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot, compare
+
+from dashboard.feed.commands import CommandError, CommandServer
+from dashboard.feed.placement import choose_node
+from dashboard.feed.projection import Batch
+from dashboard.feed.reflector import Relisted, Watched
+
+log = logging.getLogger(__name__)
+
+STATUS_KEY = "schedview:owner:status"   # the owner's counters, for the pages (JSON)
+STATUS_TTL = 10                          # seconds: no status means no live owner
+SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
+_TERMINATED = ("Succeeded", "Failed")
+_OUTCOMES = {"pod_expired": "Expired", "pod_forgotten": "Forgotten"}
+_COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "system": "owner"}
+
+
+def _uid(obj):
+    return (obj.get("metadata") or {}).get("uid") or ""
+
+
+def _name(obj):
+    return (obj.get("metadata") or {}).get("name") or ""
+
+
+def _rv(obj):
+    return (obj.get("metadata") or {}).get("resourceVersion") or ""
+
+
+def _ref(uid, node=""):
+    """The smallest pod Mapping the cache accepts to name a pod it holds."""
+    return {"metadata": {"uid": uid}, "spec": {"nodeName": node}}
+
+
+def zone_display(key: str) -> str:
+    """A NodeTree zone key ("region:\\x00:zone") as people write it ("region/zone")."""
+    region, _, zone = (key or "").partition(":\x00:")
+    return f"{region}/{zone}" if region else zone
+
+
+def _iso(epoch):
+    return datetime.fromtimestamp(epoch, tz=timezone.utc)
+
+
+@dataclass
+class CompareRequest:
+    """Lists taken for a comparison, to be compared once the feed has caught up with them."""
+    nodes: list
+    pods: list
+    resource_version: str
+
+
+class CacheOwner:
+    def __init__(self, cache: Cache, *, command_server: CommandServer = None, writer=None,
+                 publisher=None, redis=None, seq_base=0, epoch=0, lister=None, on_drift=None,
+                 clock=time.time):
+        self.cache = cache
+        self.feed = queue.Queue(maxsize=200_000)
+        self.commands = command_server
+        self.writer = writer
+        self.publisher = publisher
+        self.redis = redis
+        self.lister = lister          # () -> CompareRequest, from the API server (comparer)
+        self.on_drift = on_drift      # called when a comparison finds drift: relist to heal
+        self.clock = clock
+        self.seq_base = seq_base      # sequence numbers continue across owners
+        self.epoch = epoch            # stamped on every row this owner writes
+        self.pending = {}             # uid -> pod: unbound pods the cache does not hold
+        self._pending_by_name = {}    # (namespace, name) -> uid
+        self.outcome = {}             # uid -> (state, namespace, name, node) of an expired or
+                                      # forgotten pod, until the pod moves on
+        self.latest_report = None
+        self._batch = Batch()
+        self._pruned = False
+        self.snapshot = Snapshot()
+        self.synced = {"pods": False, "nodes": False}
+        self.stats = {"applied": 0, "skipped": 0, "corrupted": 0, "commands": 0}
+        self._cause, self._actor = "watch", ""
+        self._outbox = []
+        self._dirty_pods, self._dirty_nodes = set(), set()
+        self._tree_version = -1
+        self._compare_busy = threading.Event()
+        cache.subscribe(self._on_event)
+        if command_server is not None:
+            command_server.handlers.update(self.handlers())
+
+    # --- events ------------------------------------------------------------------------------
+    def _on_event(self, event):
+        self._outbox.append((event, self._cause, self._actor, self.clock()))
+        if event.kind.startswith("pod_"):
+            self._dirty_pods.add(event.key)
+            self._dirty_nodes.add(event.node)
+            outcome = _OUTCOMES.get(event.kind)
+            if outcome:
+                self.outcome[event.key] = (outcome, event.namespace, event.name, event.node)
+            elif event.kind in ("pod_assumed", "pod_added", "pod_confirmed"):
+                self.outcome.pop(event.key, None)
+        elif event.kind.startswith("node_"):
+            self._dirty_nodes.add(event.key)
+
+    def _as(self, cause, actor=""):
+        self._cause, self._actor = cause, actor
+
+    # --- the feed ----------------------------------------------------------------------------
+    def drain_feed(self, limit=5000) -> int:
+        """Apply up to `limit` queued feed items; returns how many."""
+        done = 0
+        while done < limit:
+            try:
+                item = self.feed.get_nowait()
+            except queue.Empty:
+                break
+            self.apply(item)
+            done += 1
+        return done
+
+    def apply(self, item):
+        if isinstance(item, Watched):
+            self._as("watch")
+            if item.kind == "pods":
+                self._apply_pod(item.type, item.obj)
+            else:
+                self._apply_node(item.type, item.obj)
+        elif isinstance(item, Relisted):
+            self._as("relist")
+            if item.kind == "pods":
+                self._reconcile_pods(item.items)
+            else:
+                self._reconcile_nodes(item.items)
+            self.synced[item.kind] = True
+        elif isinstance(item, CompareRequest):
+            self._compare(item)
+
+    def _apply_pod(self, kind, pod):
+        uid = _uid(pod)
+        if not uid:
+            self.stats["skipped"] += 1
+            return
+        node = (pod.get("spec") or {}).get("nodeName") or ""
+        phase = (pod.get("status") or {}).get("phase")
+        state = self.cache.pod_state(_ref(uid))
+        try:
+            if kind == "DELETED" or (node and phase in _TERMINATED):
+                self._forget_pending(uid)
+                self.outcome.pop(uid, None)
+                self._dirty_pods.add(uid)
+                if state is not None:
+                    self.cache.remove_pod(_ref(uid))
+            elif not node:
+                self._track_pending(uid, pod)
+            else:
+                self._forget_pending(uid)
+                if state is None or state == "Assumed":
+                    self.cache.add_pod(pod)
+                elif self.cache.pod_info(uid).resource_version != _rv(pod):
+                    self.cache.update_pod(pod, pod)
+                else:
+                    self.stats["skipped"] += 1
+                    return
+            self.stats["applied"] += 1
+        except CacheCorruptedError as exc:
+            # The API server moved a pod between nodes, which it never does; trust it.
+            self.stats["corrupted"] += 1
+            log.error("cache corrupted, replacing the pod: %s", exc)
+            self.cache.remove_pod(_ref(uid))
+            self.cache.add_pod(pod)
+        except CacheError as exc:
+            self.stats["skipped"] += 1
+            log.warning("skipped pod %s from the %s: %s", uid, self._cause, exc)
+
+    def _track_pending(self, uid, pod):
+        self.pending[uid] = pod
+        meta = pod.get("metadata") or {}
+        self._pending_by_name[(meta.get("namespace") or "", meta.get("name") or "")] = uid
+        self._dirty_pods.add(uid)
+
+    def _forget_pending(self, uid):
+        pod = self.pending.pop(uid, None)
+        if pod is not None:
+            meta = pod.get("metadata") or {}
+            self._pending_by_name.pop((meta.get("namespace") or "", meta.get("name") or ""), None)
+            self._dirty_pods.add(uid)
+
+    def _apply_node(self, kind, node):
+        name = _name(node)
+        if not name:
+            self.stats["skipped"] += 1
+            return
+        try:
+            if kind == "DELETED":
+                if self._has_node(name):
+                    self.cache.remove_node(node)
+            else:
+                info = self.cache.node_info(name)
+                if info is not None and info.has_node and _rv(info.node) == _rv(node):
+                    self.stats["skipped"] += 1
+                    return
+                self.cache.update_node(None, node)
+            self.stats["applied"] += 1
+        except CacheError as exc:
+            self.stats["skipped"] += 1
+            log.warning("skipped node %s from the %s: %s", name, self._cause, exc)
+
+    def _has_node(self, name):
+        info = self.cache.node_info(name)
+        return info is not None and info.has_node
+
+    def _reconcile_pods(self, items):
+        """Bring the cache to a fresh list: apply every item, remove what the list lacks."""
+        listed = set()
+        for pod in items:
+            uid = _uid(pod)
+            if uid:
+                listed.add(uid)
+                self._apply_pod("MODIFIED", pod)
+        for uid in [u for u in self.cache.pod_keys() if u not in listed]:
+            self._dirty_pods.add(uid)
+            self.cache.remove_pod(_ref(uid))
+        for uid in [u for u in self.pending if u not in listed]:
+            self._forget_pending(uid)
+        for uid in [u for u in self.outcome if u not in listed]:
+            del self.outcome[uid]
+            self._dirty_pods.add(uid)
+
+    def _reconcile_nodes(self, items):
+        listed = set()
+        for node in items:
+            name = _name(node)
+            if name:
+                listed.add(name)
+                self._apply_node("MODIFIED", node)
+        for name in [n for n in self.cache.node_names() if n not in listed]:
+            self.cache.remove_node({"metadata": {"name": name}})
+
+    # --- commands ----------------------------------------------------------------------------
+    def handlers(self) -> dict:
+        return {"assume": self.cmd_assume, "assume_next": self.cmd_assume_next,
+                "finish_binding": self.cmd_finish_binding,
+                "forget": self.cmd_forget, "expire": self.cmd_expire, "reap": self.cmd_reap,
+                "compare": self.cmd_compare, "get_pod": self.cmd_get_pod,
+                "status": self.cmd_status}
+
+    def _command(self, actor):
+        self.stats["commands"] += 1
+        self._as(_COMMAND_CAUSES.get(actor, "operator"), actor)
+
+    def _aggregates(self, node):
+        info = self.cache.node_info(node)
+        if info is None:
+            return None
+        return {"pods": len(info.pods), "requested": info.requested.as_dict(),
+                "non_zero_requested": info.non_zero_requested.as_dict(),
+                "allocatable": info.allocatable.as_dict()}
+
+    def _cached_uid(self, args) -> str:
+        uid = args.get("uid")
+        if not uid:
+            uid = self._pending_by_name.get((args.get("namespace") or "", args.get("name") or ""))
+        if not uid:
+            raise CommandError(400, "name the pod by uid, or by namespace and name")
+        return uid
+
+    def cmd_assume(self, args, actor):
+        self._command(actor)
+        node = args.get("node") or ""
+        if not node:
+            raise CommandError(400, "assume needs a node")
+        uid = self._cached_uid(args)
+        if self.cache.pod_state(_ref(uid)) is not None:
+            raise CommandError(409, f"pod {uid} is already {self.cache.pod_state(_ref(uid))}; "
+                                    f"only a pending pod can be assumed")
+        pod = self.pending.get(uid)
+        if pod is None:
+            raise CommandError(404, f"pod {uid} is not a pending pod of the cluster")
+        if not self._has_node(node):
+            raise CommandError(404, f"node {node!r} is not in the cache")
+        before = self._aggregates(node)
+        try:
+            self.cache.assume_pod(dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node)))
+        except CacheError as exc:
+            raise CommandError(409, str(exc)) from None
+        meta = pod.get("metadata") or {}
+        return {"uid": uid, "namespace": meta.get("namespace"), "name": meta.get("name"),
+                "node": node, "before": before, "after": self._aggregates(node)}
+
+    def cmd_assume_next(self, args, actor):
+        """Assume up to `limit` pending pods, oldest first, each on the next node it fits."""
+        self._command(actor)
+        placed = []
+        for uid, pod in list(self.pending.items()):
+            if len(placed) >= int(args.get("limit", 10)):
+                break
+            if self.cache.pod_state(_ref(uid)) is not None:
+                continue
+            node = choose_node(self.cache, pod)
+            if node is None:
+                continue
+            self.cache.assume_pod(dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node)))
+            meta = pod.get("metadata") or {}
+            placed.append({"uid": uid, "namespace": meta.get("namespace"),
+                           "name": meta.get("name"), "node": node})
+        return {"placed": placed}
+
+    def cmd_finish_binding(self, args, actor):
+        self._command(actor)
+        uid = self._cached_uid(args)
+        changed = self.cache.is_assumed_pod(_ref(uid))
+        self.cache.finish_binding(_ref(uid), now=args.get("now"))
+        return {"uid": uid, "changed": changed}
+
+    def _assumed_node(self, uid, strict):
+        info = self.cache.pod_info(uid)
+        if info is None or not self.cache.is_assumed_pod(_ref(uid)):
+            if strict or info is not None:
+                state = self.cache.pod_state(_ref(uid)) or "not in the cache"
+                raise CommandError(409, f"pod {uid} is {state}, not Assumed")
+            return None
+        return info.node_name
+
+    def cmd_forget(self, args, actor):
+        self._command(actor)
+        uid = self._cached_uid(args)
+        node = self._assumed_node(uid, args.get("strict", False))
+        if node is None:
+            return {"uid": uid, "changed": False}
+        if args.get("node") and args["node"] != node:
+            raise CommandError(409, f"pod {uid} is assumed on {node!r}, not {args['node']!r}")
+        before = self._aggregates(node)
+        self.cache.forget_pod(_ref(uid, node))
+        return {"uid": uid, "changed": True, "node": node, "before": before,
+                "after": self._aggregates(node)}
+
+    def cmd_expire(self, args, actor):
+        self._command(actor)
+        uid = self._cached_uid(args)
+        node = self._assumed_node(uid, True)
+        before = self._aggregates(node)
+        self.cache.expire_pod(_ref(uid), now=args.get("now"))
+        return {"uid": uid, "changed": True, "node": node, "before": before,
+                "after": self._aggregates(node)}
+
+    def cmd_reap(self, args, actor):
+        self._command(actor)
+        return {"expired": self.cache.cleanup_assumed_pods(now=args.get("now"))}
+
+    def cmd_get_pod(self, args, actor):
+        uid = self._cached_uid(args)
+        state = self.cache.pod_state(_ref(uid))
+        if state is None:
+            if uid in self.pending:
+                return {"uid": uid, "state": "Pending", "pod": self.pending[uid]}
+            raise CommandError(404, f"pod {uid} is neither cached nor pending")
+        status = self.cache.assumed_pod_status(_ref(uid))
+        return {"uid": uid, "state": state, "pod": self.cache.get_pod(_ref(uid)),
+                "binding_finished": status[0] if status else None,
+                "deadline": status[1] if status else None}
+
+    def cmd_status(self, args, actor):
+        return self.status()
+
+    def status(self) -> dict:
+        cache = self.cache
+        return {"nodes": len(cache.node_names()), "node_infos": cache.node_count(),
+                "pods": cache.pod_count(), "assumed": cache.assumed_count(),
+                "pending": len(self.pending), "generation": cache.generation,
+                "snapshot_generation": self.snapshot.generation,
+                "seq": self.seq_base + cache.event_seq, "synced": all(self.synced.values()),
+                "feed_backlog": self.feed.qsize(), **self.stats}
+
+    # --- comparer ----------------------------------------------------------------------------
+    def cmd_compare(self, args, actor):
+        """List in the background; compare once the feed has caught up with the lists."""
+        if self.lister is None:
+            raise CommandError(503, "this owner has no lister for comparisons")
+        if self._compare_busy.is_set():
+            return {"started": False, "reason": "a comparison is already running"}
+        self._compare_busy.set()
+
+        def run():
+            try:
+                self.feed.put(self.lister())
+            except Exception as exc:
+                log.warning("comparer could not list the cluster: %s", exc)
+                self._compare_busy.clear()
+        threading.Thread(target=run, name="comparer-list", daemon=True).start()
+        return {"started": True}
+
+    def _compare(self, request: CompareRequest):
+        try:
+            # Not the owner's pending map: a pod it wrongly believes unbound is exactly
+            # the drift to find.
+            report = compare(self.cache, request.nodes, request.pods)
+            self._batch.comparer_runs.append(
+                {"at": _iso(self.clock()), "clean": report.clean, "report": report.as_dict()})
+            self.latest_report = report
+            if not report.clean and self.on_drift is not None:
+                log.warning("the cache drifted from the cluster; relisting: %s",
+                            {k: len(v) for k, v in report.as_dict().items()
+                             if isinstance(v, list) and v})
+                self.on_drift()
+        finally:
+            self._compare_busy.clear()
+
+    # --- flushing ----------------------------------------------------------------------------
+    def take_snapshot(self):
+        """Bring the owner's snapshot up to date and record what changed, if anything."""
+        before = self.snapshot.generation
+        changed = self.cache.recently_changed(before)
+        self.cache.update_snapshot(self.snapshot)
+        if self.snapshot.generation != before:
+            self._batch.samples.append(
+                {"at": _iso(self.clock()), "generation": self.snapshot.generation,
+                 "cache_generation": self.cache.generation, "changed_nodes": changed[:500]})
+
+    def flush(self) -> int:
+        """Hand the changes since the last flush to the writer and the publisher."""
+        events, self._outbox = self._outbox, []
+        batch, self._batch = self._batch, Batch()
+        published = []
+        for event, cause, actor, at in events:
+            row = {"seq": self.seq_base + event.seq, "at": _iso(at), "kind": event.kind,
+                   "key": event.key, "namespace": event.namespace, "name": event.name,
+                   "node": event.node, "from_state": event.from_state or "",
+                   "to_state": event.to_state or "", "cause": cause, "actor": actor,
+                   "generation": event.generation}
+            if event.kind != "snapshot_updated":
+                batch.transitions.append(row)
+            published.append(dict(row, at=at))
+        self._rows(batch)
+        if not self._pruned and all(self.synced.values()):
+            batch.prune_epoch, self._pruned = self.epoch, True
+        if self.writer is not None:
+            self.writer.submit(batch)
+        status = self.status()
+        if self.publisher is not None:
+            self.publisher.publish(published, status)
+        if self.redis is not None:
+            pipe = self.redis.pipeline()
+            pipe.set(STATUS_KEY, orjson.dumps(dict(status, at=self.clock())), ex=STATUS_TTL)
+            if published:
+                pipe.set(SEQ_KEY, status["seq"])
+            pipe.execute()
+        return len(events)
+
+    def _rows(self, batch):
+        tree = self.cache.node_tree
+        if tree.version != self._tree_version:
+            self._tree_version = tree.version
+            self._dirty_nodes.update(self.cache.node_names())
+            self._tree_index = {name: i for i, name in enumerate(tree.list())}
+        now = _iso(self.clock())
+        for name in self._dirty_nodes:
+            if name:
+                batch.nodes[name] = self._node_row(name, now)
+        for uid in self._dirty_pods:
+            batch.pods[uid] = self._pod_row(uid, now)
+        self._dirty_nodes, self._dirty_pods = set(), set()
+
+    def _node_row(self, name, now):
+        info = self.cache.node_info(name)
+        if info is None:
+            return None
+        zone = self.cache.node_tree.zone_of(name)
+        return {"zone": zone_display(zone) if zone is not None else "",
+                "tree_index": self._tree_index.get(name, -1), "has_node": info.has_node,
+                "generation": info.generation, "pods": len(info.pod_keys),
+                "requested": info.requested.as_dict(),
+                "non_zero_requested": info.non_zero_requested.as_dict(),
+                "allocatable": info.allocatable.as_dict(),
+                "host_ports": info.used_ports.entries(), "images": len(info.image_states),
+                "changed_at": now, "owner_epoch": self.epoch}
+
+    def _pod_row(self, uid, now):
+        info = self.cache.pod_info(uid)
+        seq = self.seq_base + self.cache.event_seq
+        if info is not None:
+            status = self.cache.assumed_pod_status(_ref(uid))
+            zone = self.cache.node_tree.zone_of(info.node_name)
+            return {"namespace": info.namespace, "name": info.name, "node": info.node_name,
+                    "zone": zone_display(zone) if zone is not None else "",
+                    "state": "Assumed" if status is not None else "Added",
+                    "binding_finished": bool(status and status[0]),
+                    "deadline": status[1] if status else None, "phase": info.phase,
+                    "resource_version": info.resource_version, "labels": info.labels or {},
+                    "milli_cpu": info.requested.milli_cpu, "memory": info.requested.memory,
+                    "priority": info.priority, "seq": seq, "changed_at": now,
+                    "owner_epoch": self.epoch}
+        pod = self.pending.get(uid)
+        outcome = self.outcome.get(uid)
+        if outcome is None and pod is None:
+            return None
+        meta = (pod or {}).get("metadata") or {}
+        state, namespace, name, node = outcome or ("Pending", meta.get("namespace", ""),
+                                                   meta.get("name", ""), "")
+        return {"namespace": namespace, "name": name, "node": node, "zone": "", "state": state,
+                "binding_finished": False,
+                "deadline": None, "phase": ((pod or {}).get("status") or {}).get("phase", ""),
+                "resource_version": meta.get("resourceVersion", ""),
+                "labels": meta.get("labels") or {}, "milli_cpu": 0, "memory": 0,
+                "priority": int(((pod or {}).get("spec") or {}).get("priority") or 0),
+                "seq": seq, "changed_at": now, "owner_epoch": self.epoch}

@@ -1,0 +1,544 @@
+"""Reflectors: one resource kind of a Kubernetes API server, listed and watched into a sink.
+
+    stop = threading.Event()
+    pods = Reflector(core_api, "pods", queue.put, stop=stop)
+    pods.start()                  # a thread running pods.run()
+    ...
+    pods.stop()                   # or stop.set(): run() returns promptly either way
+
+`run()` lists (paged, raw JSON through orjson; the client's model classes cost
+about 1 ms a pod) and hands the owner one `Relisted`, then watches from the
+list's resourceVersion and hands it one `Watched` per ADDED/MODIFIED/DELETED
+event, forever:
+
+- BOOKMARK only advances `resource_version`;
+- a watch answered with an ERROR event of code 410 (or an HTTP 410) relists
+  and watches from the new version; an HTTP 410 on a continued list page
+  (an expired continue token) restarts the list from its first page;
+- the server closing the stream at `timeoutSeconds` re-watches at once; a
+  connection that fails, is reset, times out while connecting, or ends early,
+  and any other ERROR, re-watch from the last version after a backoff with
+  full jitter: `rand() * min(backoff[1], backoff[0] * 2**failures)`, where
+  `failures` counts the failures since the last healthy session (one that
+  delivered at least one event or bookmark) or successful list;
+- malformed lines, unknown event types and objects without an identity
+  (`metadata.uid` for pods, `metadata.name` for nodes) are counted in `stats`
+  and logged at most once per `log_interval` seconds per kind of problem.
+
+The watch stream is read chunk by chunk (lines split across chunks are joined)
+and each line is parsed with orjson; `kubernetes.watch.Watch` is not used (its
+model deserialisation is slow and it retries a 410 with the same stale version).
+
+Stopping: a stop event (the caller's or our own) wakes every wait. While
+`run()` is active a small watchdog thread waits on it and shuts the socket of
+the request in flight, so a blocked read returns at once. Every request also
+has a (connect, read) timeout; the read timeout is longer than the server's
+bookmark interval, so a merely quiet watch is never cut, and if it does fire
+the watch resumes at once from the last version.
+
+The owner alone touches the cache: the reflector only calls `sink` (from its
+own thread), and an exception from `sink` ends `run()` (it is a bug, not a
+network problem, and retrying would lose or reorder events).
+"""
+
+from __future__ import annotations
+
+import http.client
+import logging
+import random
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import orjson
+import urllib3
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["Relisted", "Watched", "Reflector", "Stopped", "KINDS"]
+
+KINDS = ("pods", "nodes")
+_IDENTITY = {"pods": "uid", "nodes": "name"}
+_CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
+# Failures of the transport: refused, reset, cut mid-chunk, timed out.
+_TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Relisted:
+    """A fresh full list: the owner reconciles the cache with it."""
+    kind: str                # "pods" | "nodes"
+    items: list              # list[dict], as the API server sent them (orjson-parsed)
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class Watched:
+    """One watch event."""
+    kind: str
+    type: str                # "ADDED" | "MODIFIED" | "DELETED"
+    obj: dict
+    resource_version: str
+
+
+class Stopped(Exception):
+    """list_once() was interrupted by the stop event."""
+
+
+class _Throttled:
+    """Log a problem at most once per `interval` seconds per key, counting the rest."""
+
+    def __init__(self, log: logging.Logger, interval: float, clock):
+        self.log, self.interval, self.clock = log, interval, clock
+        self._last: dict = {}      # key -> (time logged, suppressed since)
+
+    def warning(self, key: str, msg: str, *args) -> None:
+        now = self.clock()
+        last, suppressed = self._last.get(key, (None, 0))
+        if last is not None and now - last < self.interval:
+            self._last[key] = (last, suppressed + 1)
+            return
+        self._last[key] = (now, 0)
+        if suppressed:
+            msg += " (%d more like this suppressed)"
+            args = (*args, suppressed)
+        self.log.warning(msg, *args)
+
+
+def _excerpt(line: bytes, limit: int = 120) -> bytes:
+    return line if len(line) <= limit else line[:limit] + b"..."
+
+
+class Reflector:
+    """Lists then watches one kind ("pods" or "nodes") into `sink`; see the module doc.
+
+    `resource_version` is the last version seen (list, event or bookmark);
+    `stats` counts lists, list_restarts (expired continue tokens), watches,
+    events, bookmarks, expired (410s that forced a relist), timeouts (watches the
+    server closed at timeoutSeconds), idle (read timeouts), errors (ERROR events
+    other than 410, HTTP errors), reconnects (backoffs before a retry),
+    malformed (unparseable lines, unknown types, missing fields) and
+    skipped_no_uid (objects without metadata.uid, or metadata.name for nodes).
+    """
+
+    def __init__(self, api, kind: str, sink: Callable[[object], None], *,
+                 page_size: int = 5000, watch_timeout: int = 300,
+                 backoff: tuple = (0.2, 10.0), rand: Callable[[], float] = random.random,
+                 sleep: Callable[[float], object] | None = None,
+                 stop: threading.Event | None = None,
+                 log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
+                 connect_timeout: float = 10.0, read_timeout: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0):
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        self.api = api
+        self.kind = kind
+        self.sink = sink
+        self.page_size = int(page_size)
+        self.watch_timeout = int(watch_timeout)
+        self.backoff = (float(backoff[0]), float(backoff[1]))
+        self.rand = rand
+        self._stop = stop if stop is not None else threading.Event()
+        self._sleep = sleep if sleep is not None else self._stop.wait
+        self.log = log
+        self.clock = clock
+        # Longer than the server's bookmark interval (about a minute on a real API
+        # server, and it sends one just before timeoutSeconds), so a quiet watch lives.
+        if read_timeout is None:
+            read_timeout = min(self.watch_timeout, 60) + 30.0
+        self.request_timeout = (float(connect_timeout), float(read_timeout))
+        self.resource_version = ""
+        self.stats = dict.fromkeys(
+            ("lists", "list_restarts", "watches", "events", "bookmarks", "expired", "timeouts",
+             "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
+        self.last_watch_end = ""       # why the last watch_once() ended
+        self._id_field = _IDENTITY[kind]
+        self._failures = 0             # since the last healthy session or list
+        self._throttled = _Throttled(log, log_interval, clock)
+        self._lock = threading.Lock()  # guards _inflight
+        self._inflight = None          # the urllib3 response being read, if any
+        self._relist_requested = False
+        self._running = False
+        self.state = "new"             # listing, watching, backing off, stopped
+        self._changed = threading.Condition()
+        if kind == "pods":
+            self._list_call = api.list_pod_for_all_namespaces
+        else:
+            self._list_call = api.list_node
+
+    # -- control ---------------------------------------------------------------------
+
+    @property
+    def stop_event(self) -> threading.Event:
+        return self._stop
+
+    def stop(self) -> None:
+        """End run() promptly: set the stop event and cut the request in flight."""
+        self._stop.set()
+        self._abort_inflight()
+
+    def request_relist(self) -> None:
+        """Make run() relist soon (e.g. the owner found the cache and the cluster apart):
+        the watch in flight is cut and a fresh Relisted is emitted."""
+        pass
+
+    def wait_for(self, predicate: Callable[["Reflector"], bool], timeout: float) -> bool:
+        """Wait until predicate(self) holds; False if `timeout` seconds pass first.
+        Re-checked whenever the state changes (a list or a watch starts or ends, a
+        bookmark arrives, a backoff starts); events themselves reach only the sink.
+        For example `wait_for(lambda r: r.stats["lists"] > 0, 30)`: synced."""
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self), timeout)
+
+    def _set_state(self, state: str | None = None) -> None:
+        with self._changed:
+            if state is not None:
+                self.state = state
+            self._changed.notify_all()
+
+    def start(self, name: str | None = None) -> threading.Thread:
+        """run() in a new daemon thread, which is returned."""
+        thread = threading.Thread(target=self.run, name=name or f"reflector-{self.kind}",
+                                  daemon=True)
+        thread.start()
+        return thread
+
+    # -- the loop --------------------------------------------------------------------
+
+    def run(self) -> None:
+        """List, then watch, forever; returns once the stop event is set."""
+        self._running = True
+        watchdog = threading.Thread(target=self._watchdog, name=f"reflector-{self.kind}-stop",
+                                    daemon=True)
+        watchdog.start()
+        try:
+            self._loop()
+        finally:
+            self._running = False
+            self._abort_inflight()
+            self._set_state("stopped")
+
+    def _loop(self) -> None:
+        stop = self._stop
+        need_list = True
+        while not stop.is_set():
+            if need_list or self._relist_requested:
+                self._relist_requested = False
+                try:
+                    relisted = self.list_once()
+                except Stopped:
+                    return
+                except ApiException as e:
+                    self.stats["errors"] += 1
+                    self._throttled.warning("list-http", "%s list failed: HTTP %s %s",
+                                            self.kind, e.status, e.reason)
+                    self._back_off()
+                    continue
+                except _TRANSPORT_ERRORS + (ValueError,) as e:
+                    if stop.is_set():
+                        return
+                    self._throttled.warning("list-conn", "%s list failed: %r", self.kind, e)
+                    self._back_off()
+                    continue
+                self._failures = 0
+                need_list = False
+                self.sink(relisted)
+            why = self.watch_once()
+            if why == "stopped":
+                return
+            if why in ("expired", "relist"):
+                need_list = True
+            elif why in ("disconnected", "error"):
+                self._back_off()
+            # "timeout", "idle": the server closed on time or was quiet; re-watch now
+
+    def _back_off(self) -> None:
+        base, cap = self.backoff
+        delay = self.rand() * min(cap, base * 2 ** min(self._failures, 60))
+        self._failures += 1
+        self.stats["reconnects"] += 1
+        self._set_state("backing off")
+        if not self._stop.is_set():
+            self._sleep(delay)
+
+    def _watchdog(self) -> None:
+        """Cut the request in flight as soon as the stop event is set (run() only)."""
+        while self._running:
+            if self._stop.wait(0.25):
+                self._abort_inflight()
+                return
+
+    # -- in-flight requests ------------------------------------------------------------
+
+    def _track(self, resp) -> None:
+        with self._lock:
+            self._inflight = resp
+
+    def _untrack(self, resp) -> None:
+        with self._lock:
+            if self._inflight is resp:
+                self._inflight = None
+
+    def _abort_inflight(self) -> None:
+        with self._lock:
+            resp = self._inflight
+            if resp is None:
+                return
+            try:
+                resp.shutdown()  # urllib3 >= 2.3: wakes a read blocked in another thread
+            except Exception:  # noqa: BLE001 - released or closed already: try the socket
+                sock = getattr(getattr(resp, "connection", None), "sock", None)
+                if sock is not None:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+    def _call(self, **kwargs):
+        return self._list_call(_preload_content=False, _request_timeout=self.request_timeout,
+                               **kwargs)
+
+    @staticmethod
+    def _discard(resp) -> None:
+        """Close a response we may not have read to the end (its connection is dropped)."""
+        try:
+            resp.close()
+            resp.release_conn()
+        except Exception:  # noqa: BLE001 - closing a broken response may fail again
+            pass
+
+    # -- list ------------------------------------------------------------------------
+
+    def list_once(self) -> Relisted:
+        """One full paged list; sets resource_version, returns it (does not call sink).
+
+        An HTTP 410 on a continued page restarts from the first page; other HTTP
+        errors raise ApiException, transport errors raise urllib3/OS errors, and the
+        stop event raises Stopped."""
+        self._set_state("listing")
+        while True:
+            result = self._list_pages()
+            if result is not None:
+                items, rv = result
+                self.resource_version = rv
+                self.stats["lists"] += 1
+                self._set_state()
+                return Relisted(self.kind, items, rv)
+            self.stats["list_restarts"] += 1
+            self._throttled.warning("list-410", "%s list: continue token expired (410); "
+                                                "listing again from the start", self.kind)
+
+    def _list_pages(self):
+        """(items, resourceVersion), or None when a continue token expired."""
+        items: list = []
+        rv = None
+        token = None
+        loads = orjson.loads
+        while True:
+            if self._stop.is_set():
+                raise Stopped()
+            kwargs = {"limit": self.page_size} if self.page_size > 0 else {}
+            if token:
+                kwargs["_continue"] = token
+            try:
+                resp = self._call(**kwargs)
+            except ApiException as e:
+                if e.status == 410 and token:
+                    return None
+                raise
+            self._track(resp)
+            try:
+                body = resp.read()
+            except _TRANSPORT_ERRORS:
+                self._untrack(resp)
+                self._discard(resp)
+                if self._stop.is_set():
+                    raise Stopped() from None
+                raise
+            self._untrack(resp)
+            resp.release_conn()
+            page = loads(body)
+            del body
+            meta = page.get("metadata") or {}
+            if rv is None:
+                rv = str(meta.get("resourceVersion") or "")
+            self._keep_identified(page.get("items") or (), items)
+            token = meta.get("continue")
+            if not token:
+                return items, rv
+
+    def _keep_identified(self, page_items, out: list) -> None:
+        id_field = self._id_field
+        for item in page_items:
+            meta = item.get("metadata") if type(item) is dict else None
+            if type(meta) is dict and meta.get(id_field):
+                out.append(item)
+            else:
+                self.stats["skipped_no_uid"] += 1
+                self._throttled.warning("no-id", "%s list: skipped an item without "
+                                                 "metadata.%s", self.kind, id_field)
+
+    # -- watch -----------------------------------------------------------------------
+
+    def watch_once(self) -> str:
+        """One watch from resource_version, emitting events until it ends; returns why:
+        "timeout" (closed by the server at timeoutSeconds), "expired" (410: relist),
+        "disconnected" (failed, reset, or ended early), "error" (an ERROR event or an
+        HTTP error), "idle" (read timeout), "relist" (request_relist()), "stopped"."""
+        why = self._watch()
+        self.last_watch_end = why
+        self._set_state()
+        return why
+
+    def _watch(self) -> str:
+        stop = self._stop
+        if stop.is_set():
+            return "stopped"
+        self.stats["watches"] += 1
+        started = self.clock()
+        try:
+            resp = self._call(watch=True, resource_version=self.resource_version,
+                              allow_watch_bookmarks=True, timeout_seconds=self.watch_timeout)
+        except ApiException as e:
+            if e.status == 410:
+                self.stats["expired"] += 1
+                return "expired"
+            self.stats["errors"] += 1
+            self._throttled.warning("watch-http", "%s watch failed: HTTP %s %s", self.kind,
+                                    e.status, e.reason)
+            return "error"
+        except _TRANSPORT_ERRORS as e:
+            if stop.is_set():
+                return "stopped"
+            self._throttled.warning("watch-conn", "%s watch could not start: %r", self.kind, e)
+            return "disconnected"
+        self._track(resp)
+        self._set_state("watching")
+        self._session_lines = 0
+        why = "stopped"
+        try:
+            if not (stop.is_set() or self._relist_requested):
+                why = self._read_stream(resp)
+        except urllib3.exceptions.ReadTimeoutError:
+            why = "idle"
+        except _TRANSPORT_ERRORS as e:
+            why = "disconnected"
+            if not (stop.is_set() or self._relist_requested):
+                self._throttled.warning("watch-cut", "%s watch cut: %r", self.kind, e)
+        finally:
+            self._untrack(resp)
+            if why is None:  # read to the end: the connection can serve the next watch
+                resp.release_conn()
+            else:
+                self._discard(resp)
+        if stop.is_set():
+            return "stopped"
+        if self._relist_requested:
+            return "relist"
+        if why is None:  # the server ended the stream cleanly
+            if self.clock() - started >= self.watch_timeout * 0.9:
+                self.stats["timeouts"] += 1
+                why = "timeout"
+            else:
+                why = "disconnected"
+        if why == "idle":
+            self.stats["idle"] += 1
+        if self._session_lines and why != "error":
+            self._failures = 0  # a healthy session: the next failure backs off from the start
+        return why
+
+    def _chunks(self, resp):
+        if resp.chunked and resp.supports_chunked_reads():
+            return resp.read_chunked()
+        read1 = resp.read1
+        return iter(lambda: read1(65536), b"")
+
+    def _read_stream(self, resp) -> str | None:
+        """Read events until the stream ends (None), an ERROR ends it ("expired",
+        "error"), or stop/relist is asked for ("stopped"). Sets _session_lines."""
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        sink = self.sink
+        kind = self.kind
+        id_field = self._id_field
+        stats = self.stats
+        stop_is_set = self._stop.is_set
+        changes = _CHANGES
+        seen = 0
+        rest = b""
+        try:
+            for chunk in self._chunks(resp):
+                if rest:
+                    chunk = rest + chunk
+                if chunk[-1:] == b"\n" and chunk.find(b"\n") == len(chunk) - 1:
+                    lines = (chunk,)   # the usual case: one event per chunk
+                    rest = b""
+                else:
+                    lines = chunk.split(b"\n")
+                    rest = lines.pop()
+                for line in lines:
+                    if not line or line.isspace():
+                        continue
+                    seen += 1
+                    try:
+                        event = loads(line)
+                        etype = event["type"]
+                        obj = event["object"]
+                        meta = obj["metadata"] if etype != "ERROR" else None
+                    except (decode_error, KeyError, TypeError):
+                        self._malformed("unparseable watch line: %r", _excerpt(line))
+                        continue
+                    if etype in changes:
+                        try:
+                            rv = meta["resourceVersion"]
+                            ident = meta.get(id_field)
+                        except (KeyError, TypeError, AttributeError):
+                            self._malformed("event without metadata.resourceVersion: %r",
+                                            _excerpt(line))
+                            continue
+                        if not ident:
+                            stats["skipped_no_uid"] += 1
+                            self._throttled.warning("no-id", "%s watch: skipped a %s event "
+                                                             "without metadata.%s",
+                                                    kind, etype, id_field)
+                            continue
+                        sink(Watched(kind, etype, obj, rv))
+                        self.resource_version = rv
+                        stats["events"] += 1
+                    elif etype == "BOOKMARK":
+                        try:
+                            rv = meta["resourceVersion"]
+                        except (KeyError, TypeError):
+                            self._malformed("bookmark without metadata.resourceVersion: %r",
+                                            _excerpt(line))
+                            continue
+                        self.resource_version = rv
+                        stats["bookmarks"] += 1
+                        self._set_state()
+                    elif etype == "ERROR":
+                        return self._watch_error(obj)
+                    else:
+                        self._malformed("unknown watch event type %r", etype)
+                if stop_is_set() or self._relist_requested:
+                    return "stopped"
+        finally:
+            self._session_lines = seen
+        if rest.strip():
+            self._malformed("watch stream ended inside a line: %r", _excerpt(rest))
+        return None
+
+    def _watch_error(self, status) -> str:
+        code = status.get("code") if type(status) is dict else None
+        if code == 410:
+            self.stats["expired"] += 1
+            self.log.info("%s watch from %s expired (%s); relisting", self.kind,
+                          self.resource_version, status.get("message", ""))
+            return "expired"
+        self.stats["errors"] += 1
+        self._throttled.warning("watch-error", "%s watch ERROR event: %r", self.kind, status)
+        return "error"
+
+    def _malformed(self, msg: str, *args) -> None:
+        self.stats["malformed"] += 1
+        self._throttled.warning("malformed", "%s watch: " + msg, self.kind, *args)

@@ -1,0 +1,95 @@
+"""The owner process's loop: wires the cache to its reflectors, commands, writer and publisher.
+
+One thread applies everything in small steps; the reflectors run in threads of
+their own and only hand items to the owner's queue; the writer thread only
+writes rows. The loop renews the leader lease every second and stops (so a
+standby takes over) the moment the lease is lost.
+"""
+import logging
+import threading
+import time
+
+from django.conf import settings
+from django.db.models import Max
+
+from schedcache import Cache
+
+from dashboard import kube
+from dashboard.feed.commands import CommandServer
+from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest
+from dashboard.feed.projection import ProjectionWriter
+from dashboard.feed.publisher import Publisher
+from dashboard.feed.reflector import Reflector
+from dashboard.models import Transition
+
+log = logging.getLogger(__name__)
+
+FLUSH_PERIOD = 0.1       # events reach browsers and the database within this
+SNAPSHOT_PERIOD = 1.0
+RENEW_PERIOD = 1.0
+
+
+class LeadershipLost(RuntimeError):
+    pass
+
+
+def last_seq(redis) -> int:
+    """Where the previous owner stopped numbering: what it published, or what it stored."""
+    stored = Transition.objects.aggregate(top=Max("seq"))["top"] or 0
+    return max(int(redis.get(SEQ_KEY) or 0), stored)
+
+
+def list_for_comparison() -> CompareRequest:
+    nodes = Reflector(kube.core_api(), "nodes", lambda item: None).list_once()
+    pods = Reflector(kube.core_api(), "pods", lambda item: None).list_once()
+    return CompareRequest(nodes.items, pods.items, pods.resource_version)
+
+
+def build_owner(redis, writer, clock=time.time) -> CacheOwner:
+    return CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
+                      command_server=CommandServer({}, client=redis), writer=writer,
+                      publisher=Publisher(), redis=redis, seq_base=last_seq(redis),
+                      epoch=int(clock() * 1000), lister=list_for_comparison, clock=clock)
+
+
+def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time) -> bool:
+    """One turn of the loop; returns whether it found work."""
+    applied = owner.drain_feed()
+    served = owner.commands.serve(timeout=0 if applied else 0.02)
+    now = clock()
+    if now >= deadlines["flush"]:
+        owner.flush()
+        deadlines["flush"] = now + FLUSH_PERIOD
+    if now >= deadlines["snapshot"]:
+        owner.take_snapshot()
+        deadlines["snapshot"] = now + SNAPSHOT_PERIOD
+    if lock is not None and now >= deadlines["renew"]:
+        if not lock.renew():
+            raise LeadershipLost("the leader lease was lost; stopping so the standby takes over")
+        deadlines["renew"] = now + RENEW_PERIOD
+    return bool(applied or served)
+
+
+def run(stop: threading.Event, redis, lock=None, clock=time.time):
+    """Own the cache until `stop` is set or the lease is lost."""
+    writer = ProjectionWriter().start()
+    owner = build_owner(redis, writer, clock)
+    reflectors = [Reflector(kube.core_api(), kind, owner.feed.put, stop=stop)
+                  for kind in ("nodes", "pods")]
+    owner.on_drift = lambda: [r.request_relist() for r in reflectors]
+    threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind}", daemon=True)
+               for r in reflectors]
+    for thread in threads:
+        thread.start()
+    log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
+    deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
+    try:
+        while not stop.is_set():
+            step(owner, deadlines, lock, clock)
+    finally:
+        stop.set()
+        owner.flush()
+        writer.close()
+        for thread in threads:
+            thread.join(timeout=5)
+    return owner

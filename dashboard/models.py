@@ -1,0 +1,125 @@
+"""What outlives the owner's memory: the read model, the history and the audit trail.
+
+The cache lives in the owner process. It writes these tables in batches so
+the web can filter and page pods in SQL, and so that a pod's whole life and
+every operator action survive restarts.
+"""
+from django.db import models
+from django.utils import timezone
+
+
+class PodState(models.TextChoices):
+    PENDING = "Pending", "Pending (not in the cache, not bound)"
+    ASSUMED = "Assumed", "Assumed"
+    ADDED = "Added", "Added"
+    EXPIRED = "Expired", "Expired (assumed, never confirmed)"
+    FORGOTTEN = "Forgotten", "Forgotten (bind failed)"
+
+
+class PodRecord(models.Model):
+    """One pod as the owner last saw it: in the cache, pending, or just expired/forgotten."""
+
+    uid = models.CharField(max_length=64, primary_key=True)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    node = models.CharField(max_length=253, blank=True)
+    zone = models.CharField(max_length=253, blank=True)
+    state = models.CharField(max_length=16, choices=PodState.choices)
+    binding_finished = models.BooleanField(default=False)
+    deadline = models.FloatField(null=True, blank=True)  # epoch seconds an assumed pod expires
+    phase = models.CharField(max_length=32, blank=True)
+    resource_version = models.CharField(max_length=64, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    milli_cpu = models.BigIntegerField(default=0)
+    memory = models.BigIntegerField(default=0)
+    priority = models.IntegerField(default=0)
+    seq = models.BigIntegerField(default=0)  # the sequence number of its latest transition
+    changed_at = models.DateTimeField(default=timezone.now)
+    owner_epoch = models.BigIntegerField(default=0)  # which owner wrote it (stale rows pruned)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["owner_epoch"], name="pod_owner_epoch"),
+            models.Index(fields=["state", "namespace", "name"], name="pod_state_ns_name"),
+            models.Index(fields=["namespace", "name"], name="pod_ns_name"),
+            models.Index(fields=["node", "namespace", "name"], name="pod_node_ns_name"),
+            models.Index(fields=["zone", "namespace", "name"], name="pod_zone_ns_name"),
+            models.Index(fields=["name"], name="pod_name"),
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.name} ({self.state})"
+
+
+class NodeRecord(models.Model):
+    """One NodeInfo: the node's aggregates, as of generation."""
+
+    name = models.CharField(max_length=253, primary_key=True)
+    zone = models.CharField(max_length=253, blank=True)
+    tree_index = models.IntegerField(default=0)  # position in NodeTree.list()
+    has_node = models.BooleanField(default=True)  # False: deleted, pods still on it
+    generation = models.BigIntegerField(default=0)
+    pods = models.IntegerField(default=0)
+    requested = models.JSONField(default=dict)
+    non_zero_requested = models.JSONField(default=dict)
+    allocatable = models.JSONField(default=dict)
+    host_ports = models.JSONField(default=list)
+    images = models.IntegerField(default=0)
+    changed_at = models.DateTimeField(default=timezone.now)
+    owner_epoch = models.BigIntegerField(default=0, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["zone", "tree_index"], name="node_zone_order")]
+
+
+class Transition(models.Model):
+    """One event of the cache, in sequence order: the history behind every timeline."""
+
+    seq = models.BigIntegerField(unique=True)
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=32)
+    key = models.CharField(max_length=253, db_index=True)  # pod uid, or node name
+    namespace = models.CharField(max_length=253, blank=True)
+    name = models.CharField(max_length=253, blank=True)
+    node = models.CharField(max_length=253, blank=True)
+    from_state = models.CharField(max_length=16, blank=True)
+    to_state = models.CharField(max_length=16, blank=True)
+    cause = models.CharField(max_length=16)  # watch, relist, bind, reaper, operator, owner
+    actor = models.CharField(max_length=150, blank=True)
+    generation = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["seq"]
+
+
+class AuditAction(models.Model):
+    """Every action a person or tool asked for, refused ones included."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=150)
+    action = models.CharField(max_length=32)
+    target = models.CharField(max_length=253)
+    node = models.CharField(max_length=253, blank=True)
+    ok = models.BooleanField()
+    message = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at"]
+
+
+class ComparerRun(models.Model):
+    """A cache/cluster comparison; the latest one is what the dashboard shows."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    clean = models.BooleanField()
+    report = models.JSONField(default=dict)
+
+
+class SnapshotSample(models.Model):
+    """The owner's snapshot over time: the generation chart and what changed."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    generation = models.BigIntegerField()
+    cache_generation = models.BigIntegerField()
+    changed_nodes = models.JSONField(default=list)  # most recently changed first

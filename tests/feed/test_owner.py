@@ -1,0 +1,222 @@
+"""The cache owner, driven item by item: what the watch and the lists feed it, what
+commands it takes, and the rows and history it writes (through the real writer thread,
+into the real database)."""
+import pytest
+
+from schedcache import Cache
+from simcluster.generate import make_node, make_pod
+
+from dashboard.feed.commands import CommandError
+from dashboard.feed.owner import CacheOwner, CompareRequest
+from dashboard.feed.projection import ProjectionWriter
+from dashboard.feed.reflector import Relisted, Watched
+from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Clock:
+    def __init__(self, now=1_000_000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def writer():
+    w = ProjectionWriter().start()
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def owner(writer):
+    return CacheOwner(Cache(ttl=30), writer=writer, seq_base=100, epoch=7, clock=Clock())
+
+
+def nodes(*names):
+    return [make_node(name, zone=f"zone-{i % 2}") for i, name in enumerate(names)]
+
+
+def pod(name, node="", **kw):
+    return make_pod(name, namespace="team", node_name=node or None, **kw)
+
+
+def uid(p):
+    return p["metadata"]["uid"]
+
+
+def feed(owner, *items):
+    for item in items:
+        owner.apply(item)
+
+
+def flushed(owner, writer):
+    owner.flush()
+    assert writer.wait_idle(timeout=30)
+
+
+def synced(owner, node_objs, pod_objs):
+    feed(owner, Relisted("nodes", node_objs, "10"), Relisted("pods", pod_objs, "10"))
+
+
+def test_listed_pods_land_in_the_cache_and_the_read_model(owner, writer):
+    bound, waiting = pod("a", "n1"), pod("b")
+    synced(owner, nodes("n1", "n2"), [bound, waiting])
+    assert owner.cache.pod_state({"metadata": {"uid": uid(bound)}}) == "Added"
+    assert owner.cache.pod_count() == 1
+    flushed(owner, writer)
+    rows = {r.name: r for r in PodRecord.objects.all()}
+    assert rows["a"].state == "Added" and rows["a"].node == "n1" and rows["a"].zone
+    assert rows["b"].state == "Pending" and rows["b"].node == ""
+    assert {n.name for n in NodeRecord.objects.all()} == {"n1", "n2"}
+    assert NodeRecord.objects.get(name="n1").pods == 1
+    assert Transition.objects.filter(kind="pod_added", key=uid(bound)).get().seq > 100
+
+
+def test_watch_events_update_skip_and_remove(owner, writer):
+    p = pod("a", "n1")
+    synced(owner, nodes("n1"), [p])
+    newer = dict(p, metadata=dict(p["metadata"], resourceVersion="99", labels={"v": "2"}))
+    feed(owner, Watched("pods", "MODIFIED", newer, "99"))
+    assert owner.cache.pod_info(uid(p)).resource_version == "99"
+    seq = owner.cache.event_seq
+    feed(owner, Watched("pods", "MODIFIED", newer, "99"))   # same version: nothing to do
+    assert owner.cache.event_seq == seq
+    done = dict(newer, status=dict(newer["status"], phase="Succeeded"))
+    feed(owner, Watched("pods", "MODIFIED", done, "100"))
+    assert owner.cache.pod_count() == 0
+    flushed(owner, writer)
+    assert not PodRecord.objects.filter(uid=uid(p)).exists()
+
+
+def test_objects_without_uid_are_skipped(owner):
+    broken = pod("x", "n1")
+    del broken["metadata"]["uid"]
+    feed(owner, Watched("pods", "ADDED", broken, "5"))
+    assert owner.stats["skipped"] == 1 and owner.cache.pod_count() == 0
+
+
+def test_a_relist_removes_what_the_cluster_lost_meanwhile(owner, writer):
+    a, b, gone = pod("a", "n1"), pod("b", "n2"), pod("gone", "n1")
+    synced(owner, nodes("n1", "n2"), [a, b, gone])
+    feed(owner, Relisted("nodes", nodes("n1"), "20"), Relisted("pods", [a], "20"))
+    assert owner.cache.pod_keys() == [uid(a)]
+    assert owner.cache.node_names() == ["n1"]
+    # node n2 was deleted with pod b gone too: no ghost left behind
+    assert owner.cache.node_count() == 1
+
+
+def test_assume_then_confirm_by_the_watch(owner, writer):
+    waiting = pod("w")
+    synced(owner, nodes("n1"), [waiting])
+    result = owner.cmd_assume({"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    assert result["uid"] == uid(waiting) and result["node"] == "n1"
+    assert result["after"]["pods"] == result["before"]["pods"] + 1
+    assert owner.cache.is_assumed_pod({"metadata": {"uid": uid(waiting)}})
+    flushed(owner, writer)
+    assert PodRecord.objects.get(uid=uid(waiting)).state == "Assumed"
+    t = Transition.objects.get(kind="pod_assumed")
+    assert (t.cause, t.actor) == ("operator", "alice")
+    bound = dict(waiting, spec=dict(waiting["spec"], nodeName="n1"),
+                 metadata=dict(waiting["metadata"], resourceVersion="50"))
+    feed(owner, Watched("pods", "MODIFIED", bound, "50"))
+    assert owner.cache.pod_state({"metadata": {"uid": uid(waiting)}}) == "Added"
+    flushed(owner, writer)
+    assert PodRecord.objects.get(uid=uid(waiting)).state == "Added"
+    assert Transition.objects.get(kind="pod_confirmed").cause == "watch"
+
+
+@pytest.mark.parametrize("args,status", [
+    ({"namespace": "team", "name": "nobody", "node": "n1"}, 400),
+    ({"uid": "no-such-uid", "node": "n1"}, 404),
+    ({"namespace": "team", "name": "w", "node": "no-such-node"}, 404),
+    ({"namespace": "team", "name": "w"}, 400),
+])
+def test_assume_refusals_change_nothing(owner, args, status):
+    synced(owner, nodes("n1"), [pod("w")])
+    seq = owner.cache.event_seq
+    with pytest.raises(CommandError) as refused:
+        owner.cmd_assume(args, "alice")
+    assert refused.value.status == status
+    assert owner.cache.event_seq == seq
+
+
+def test_assume_twice_is_a_conflict(owner):
+    synced(owner, nodes("n1"), [pod("w")])
+    owner.cmd_assume({"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    with pytest.raises(CommandError) as refused:
+        owner.cmd_assume({"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    assert refused.value.status == 409
+
+
+def test_forget_expire_and_reap(owner, writer):
+    a, b, c = pod("a"), pod("b"), pod("c")
+    synced(owner, nodes("n1"), [a, b, c])
+    for p in (a, b, c):
+        owner.cmd_assume({"uid": uid(p), "node": "n1"}, "tool")
+    assert owner.cmd_forget({"uid": uid(a), "strict": True}, "bob")["changed"]
+    assert owner.cmd_expire({"uid": uid(b)}, "bob")["after"]["pods"] == 1
+    owner.cmd_finish_binding({"uid": uid(c), "now": 1000.0}, "bind")
+    assert owner.cmd_reap({"now": 1020.0}, "reaper")["expired"] == []
+    assert owner.cmd_reap({"now": 1031.0}, "reaper")["expired"] == [uid(c)]
+    flushed(owner, writer)
+    states = {r.name: r.state for r in PodRecord.objects.all()}
+    assert states == {"a": "Forgotten", "b": "Expired", "c": "Expired"}
+    assert Transition.objects.get(kind="pod_expired", key=uid(c)).cause == "reaper"
+
+
+def test_forget_of_an_added_pod_is_refused_and_a_missing_one_is_a_no_op(owner):
+    added = pod("a", "n1")
+    synced(owner, nodes("n1"), [added])
+    with pytest.raises(CommandError) as refused:
+        owner.cmd_forget({"uid": uid(added)}, "bob")
+    assert refused.value.status == 409
+    assert owner.cmd_forget({"uid": "gone"}, "bind") == {"uid": "gone", "changed": False}
+    with pytest.raises(CommandError):
+        owner.cmd_forget({"uid": "gone", "strict": True}, "bob")
+
+
+def test_sequence_numbers_continue_from_the_base_and_stale_rows_are_pruned(owner, writer):
+    PodRecord.objects.create(uid="left-over", namespace="x", name="y", state="Added",
+                             owner_epoch=1)
+    synced(owner, nodes("n1"), [pod("a", "n1")])
+    flushed(owner, writer)
+    assert not PodRecord.objects.filter(uid="left-over").exists()
+    seqs = list(Transition.objects.values_list("seq", flat=True))
+    assert seqs == list(range(101, 101 + len(seqs)))
+
+
+def test_a_comparison_is_recorded(owner, writer):
+    a = pod("a", "n1")
+    synced(owner, nodes("n1"), [a])
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    flushed(owner, writer)
+    run = ComparerRun.objects.get()
+    assert not run.clean
+    assert run.report["missed_pods"] == [uid(pod("missed", "n1"))]
+
+
+def test_assume_next_places_the_oldest_pending_pods_on_nodes_they_fit(owner):
+    small = make_node("small", zone="zone-a", cpu="1", memory="1Gi")
+    big = make_node("big", zone="zone-b", cpu="64", memory="256Gi")
+    first, second = pod("first", requests={"cpu": "2", "memory": "1Gi"}), pod("second")
+    synced(owner, [small, big], [first, second])
+    placed = owner.cmd_assume_next({"limit": 1}, "scheduler")["placed"]
+    assert [(p["name"], p["node"]) for p in placed] == [("first", "big")]
+    placed = owner.cmd_assume_next({"limit": 5}, "scheduler")["placed"]
+    assert [p["name"] for p in placed] == ["second"]
+    assert owner.cmd_assume_next({"limit": 5}, "scheduler")["placed"] == []
+    assert owner.cache.assumed_count() == 2
+
+
+def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
+    relists = []
+    owner.on_drift = lambda: relists.append(True)
+    a = pod("a", "n1")
+    synced(owner, nodes("n1"), [a])
+    feed(owner, CompareRequest(nodes("n1"), [a], "30"))
+    assert relists == []
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "31"))
+    assert relists == [True]
