@@ -11,20 +11,13 @@ line reader, and live events under churn.
 import argparse
 import gc
 import http.client
+import os
 import subprocess
 import sys
 import time
 from urllib.parse import urlsplit
 
 import orjson
-
-
-def timed(label, fn, describe=str):
-    start = time.perf_counter()
-    result = fn()
-    elapsed = time.perf_counter() - start
-    print(f"{label:<46} {elapsed:8.2f} s   {describe(result)}", flush=True)
-    return elapsed, result
 
 
 def conn_for(url, timeout=600):
@@ -87,12 +80,36 @@ def watch_lines(url, path, want, seconds):
     return count, elapsed
 
 
+def rss_mb(pid) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+
 def control(url, action, body):
     conn = conn_for(url)
     conn.request("POST", f"/simcluster/v1/{action}", body=orjson.dumps(body))
     reply = orjson.loads(conn.getresponse().read())
     conn.close()
     return reply
+
+
+def cpu_seconds(pid) -> float:
+    """User + system CPU time of a process (robust to other load on the machine)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def phase(label, server_pid, fn):
+    """Run fn() -> description; print wall time, the server's and this process's CPU time
+    (CPU time stays meaningful when other work loads the machine)."""
+    wall, own_cpu = time.perf_counter(), time.process_time()
+    server_cpu = cpu_seconds(server_pid) if server_pid else 0.0
+    description = fn()
+    wall = time.perf_counter() - wall
+    server = f"{cpu_seconds(server_pid) - server_cpu:7.2f} s" if server_pid else " " * 9
+    print(f"{label:<44} {wall:7.2f} s wall {server} server CPU "
+          f"{time.process_time() - own_cpu:7.2f} s client CPU   {description}", flush=True)
 
 
 def main():
@@ -104,9 +121,8 @@ def main():
     args = parser.parse_args()
 
     from simcluster.generate import generate_cluster
-    timed(f"generate_cluster({args.nodes} nodes, {args.pods} pods)",
-          lambda: len(generate_cluster(args.nodes, args.pods, args.zones, seed=1).pods),
-          lambda n: f"{n} pods")
+    phase(f"generate_cluster({args.nodes}, {args.pods})", None,
+          lambda: f"{len(generate_cluster(args.nodes, args.pods, args.zones, seed=1).pods)} pods")
 
     started = time.perf_counter()
     server = subprocess.Popen(
@@ -114,32 +130,38 @@ def main():
          str(args.pods), "--zones", str(args.zones), "--history", "200000",
          "--no-kubelet"], stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
-    print(f"{'server up (generate + serialize + serve)':<46} "
-          f"{time.perf_counter() - started:8.2f} s   {url}", flush=True)
+    print(f"{'server up (generate + serialize + serve)':<44} "
+          f"{time.perf_counter() - started:7.2f} s wall {cpu_seconds(server.pid):7.2f} s server "
+          f"CPU   {url}, RSS {rss_mb(server.pid):.0f} MB", flush=True)
+    pid = server.pid
+
+    def listing():
+        size = len(raw_list(url))
+        return f"{size / 1e6:.0f} MB"
+
+    def watching(path, want, seconds):
+        def run():
+            count, elapsed = watch_lines(url, path, want, seconds)
+            watching.count = count
+            return f"{count} events, {count / elapsed:,.0f} events/s"
+        return run
+
     try:
         for i in range(2):
-            start = time.perf_counter()
-            size = len(raw_list(url))
-            elapsed = time.perf_counter() - start
-            print(f"{f'LIST /api/v1/pods, raw bytes (run {i + 1})':<46} {elapsed:8.2f} s   "
-                  f"{size / 1e6:.0f} MB, {size / 1e6 / elapsed:.0f} MB/s", flush=True)
-        timed("LIST via kubernetes client, raw + orjson", lambda: client_list(url))
-        timed("LIST paged, limit=500", lambda: paged_list(url, 500))
-        count, elapsed = watch_lines(url, "/api/v1/pods?watch=true&timeoutSeconds=600",
-                                     args.pods, 600)
-        print(f"{'WATCH without rv: synthetic ADDED':<46} {elapsed:8.2f} s   "
-              f"{count} events, {count / elapsed:,.0f} events/s", flush=True)
+            phase(f"LIST /api/v1/pods, raw bytes (run {i + 1})", pid, listing)
+        phase("LIST via kubernetes client, raw + orjson", pid, lambda: client_list(url))
+        phase("LIST paged, limit=500, orjson per page", pid, lambda: paged_list(url, 500))
+        phase("WATCH without rv: synthetic ADDED", pid,
+              watching("/api/v1/pods?watch=true&timeoutSeconds=600", args.pods, 600))
         rv = orjson.loads(raw_list(url, "/api/v1/nodes?limit=1"))["metadata"]["resourceVersion"]
         control(url, "churn", {"rate": args.churn})
-        count, elapsed = watch_lines(url, f"/api/v1/pods?watch=true&resourceVersion={rv}"
-                                          "&timeoutSeconds=60", 10**9, 5)
+        phase("WATCH live events under churn (5 s)", pid,
+              watching(f"/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=60",
+                       10**9, 5))
         control(url, "churn", {"rate": 0})
-        print(f"{'WATCH live events under churn (5 s)':<46} {elapsed:8.2f} s   "
-              f"{count} events, {count / elapsed:,.0f} events/s", flush=True)
-        count, elapsed = watch_lines(url, f"/api/v1/pods?watch=true&resourceVersion={rv}"
-                                          "&timeoutSeconds=60", count, 60)
-        print(f"{'WATCH replay of those events from history':<46} {elapsed:8.2f} s   "
-              f"{count} events, {count / elapsed:,.0f} events/s", flush=True)
+        phase("WATCH replay of those events from history", pid,
+              watching(f"/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=60",
+                       watching.count, 60))
     finally:
         server.terminate()
         server.wait()

@@ -35,6 +35,7 @@ MIB = 1024**2
 RECENT = timedelta(minutes=5)   # "expired/forgotten in the last 5 minutes"
 NODES_PER_PAGE = 200
 PODS_PER_PAGE = 50
+ZONE_NODES_SHOWN = 100   # per zone, on the zones page
 STATES = [state.value for state in PodState]  # Pending, Assumed, Added, Expired, Forgotten
 
 
@@ -310,10 +311,16 @@ def nodes(page_number=1) -> NodePage:
 @dataclass(frozen=True)
 class ZoneGroup:
     label: str
+    count: int      # nodes in the zone; `nodes` holds the first ZONE_NODES_SHOWN of them
     cpu: Usage
     memory: Usage
     nodes: list[tuple[int, str, bool]] = field(default_factory=list)
-    # (1-based position in NodeTree.list(), node name, has_node)
+    # (1-based position in NodeTree.list(), 0 when not in the tree; node name; has_node)
+
+    @property
+    def more(self) -> int:
+        """Nodes of the zone not listed (past ZONE_NODES_SHOWN)."""
+        return self.count - len(self.nodes)
 
 
 NOT_IN_TREE = "(not in the tree)"
@@ -326,19 +333,28 @@ def _zone_label(zone: str, in_tree: bool) -> str:
 
 
 def zones() -> list[ZoneGroup]:
-    """Zones in NodeTree order (by their first node's tree_index), each with its nodes in
-    tree order; nodes that left the tree (deleted, pods left) last."""
+    """Zones in NodeTree order (by their first node's tree_index), each with its first
+    ZONE_NODES_SHOWN nodes in tree order; nodes that left the tree (deleted, pods left) last.
+
+    list() interleaves the zones, so a zone's k-th node sits before position k * zones:
+    only the rows before ZONE_NODES_SHOWN * zones are read, whatever the cluster's size.
+    """
     in_tree = Case(When(tree_index__gte=0, then=Value(True)), default=Value(False))
     sums = (NodeRecord.objects.order_by().annotate(in_tree=in_tree)
             .values("zone", "in_tree")
-            .annotate(first=Min("tree_index"), **_resource_sums()))
+            .annotate(first=Min("tree_index"), count=Count("name"), **_resource_sums()))
     groups = {}
     for row in sorted(sums, key=lambda r: (not r["in_tree"], r["first"])):
         label = _zone_label(row["zone"], row["in_tree"])
-        groups[label] = ZoneGroup(label, *_usages(row))
-    for zone, index, name, has_node in (NodeRecord.objects.order_by("tree_index", "name")
-                                        .values_list("zone", "tree_index", "name", "has_node")):
-        groups[_zone_label(zone, index >= 0)].nodes.append((index + 1, name, has_node))
+        groups[label] = ZoneGroup(label, row["count"], *_usages(row))
+    bound = ZONE_NODES_SHOWN * max(1, len(groups))
+    shown = (NodeRecord.objects.order_by("tree_index", "name")
+             .filter(tree_index__lt=bound)
+             .values_list("zone", "tree_index", "name", "has_node"))
+    for zone, index, name, has_node in shown:
+        group = groups[_zone_label(zone, index >= 0)]
+        if len(group.nodes) < ZONE_NODES_SHOWN:
+            group.nodes.append((max(0, index + 1), name, has_node))
     return list(groups.values())
 
 

@@ -7,6 +7,7 @@ history, in batches) and to the browsers (one channel-layer message a flush).
 Everything runs in one thread in small steps that report whether they found
 work, so tests drive it step by step.
 """
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 import logging
@@ -60,6 +61,19 @@ def _iso(epoch):
     return datetime.fromtimestamp(epoch, tz=timezone.utc)
 
 
+def _version(rv):
+    """A resourceVersion as a number, for "newer than"; None where it is not one."""
+    try:
+        return int(rv)
+    except (TypeError, ValueError):
+        return None
+
+
+def newer(rv, than) -> bool:
+    a, b = _version(rv), _version(than)
+    return a is not None and b is not None and a > b
+
+
 @dataclass
 class CompareRequest:
     """Lists taken for a comparison, to be compared once the feed has caught up with them."""
@@ -85,6 +99,8 @@ class CacheOwner:
         self.epoch = epoch            # stamped on every row this owner writes
         self.pending = {}             # uid -> pod: unbound pods the cache does not hold
         self._pending_by_name = {}    # (namespace, name) -> uid
+        self.removed = OrderedDict()  # uid or node name -> resourceVersion of its removal,
+                                      # so a comparison can tell "removed since the list"
         self.outcome = {}             # uid -> (state, namespace, name, node) of an expired or
                                       # forgotten pod, until the pod moves on
         self.latest_report = None
@@ -159,6 +175,7 @@ class CacheOwner:
         state = self.cache.pod_state(_ref(uid))
         try:
             if kind == "DELETED" or (node and phase in _TERMINATED):
+                self._remember_removal(uid, _rv(pod))
                 self._forget_pending(uid)
                 self.outcome.pop(uid, None)
                 self._dirty_pods.add(uid)
@@ -186,6 +203,12 @@ class CacheOwner:
             self.stats["skipped"] += 1
             log.warning("skipped pod %s from the %s: %s", uid, self._cause, exc)
 
+    def _remember_removal(self, key, rv):
+        self.removed[key] = rv
+        self.removed.move_to_end(key)
+        if len(self.removed) > 50_000:
+            self.removed.popitem(last=False)
+
     def _track_pending(self, uid, pod):
         self.pending[uid] = pod
         meta = pod.get("metadata") or {}
@@ -206,6 +229,7 @@ class CacheOwner:
             return
         try:
             if kind == "DELETED":
+                self._remember_removal(name, _rv(node))
                 if self._has_node(name):
                     self.cache.remove_node(node)
             else:
@@ -407,7 +431,8 @@ class CacheOwner:
         try:
             # Not the owner's pending map: a pod it wrongly believes unbound is exactly
             # the drift to find.
-            report = compare(self.cache, request.nodes, request.pods)
+            report = self._settled(compare(self.cache, request.nodes, request.pods),
+                                   request.resource_version)
             self._batch.comparer_runs.append(
                 {"at": _iso(self.clock()), "clean": report.clean, "report": report.as_dict()})
             self.latest_report = report
@@ -418,6 +443,28 @@ class CacheOwner:
                 self.on_drift()
         finally:
             self._compare_busy.clear()
+
+    def _settled(self, report, listed_at):
+        """Drop what changed after the lists were taken: that is the feed being ahead, not drift."""
+        def cached_rv(uid):
+            info = self.cache.pod_info(uid)
+            return info.resource_version if info is not None else ""
+
+        def node_rv(name):
+            info = self.cache.node_info(name)
+            return _rv(info.node) if info is not None and info.has_node else ""
+
+        report.stale_pods = [s for s in report.stale_pods if not newer(s[1], listed_at)]
+        report.redundant_pods = [u for u in report.redundant_pods
+                                 if not newer(cached_rv(u), listed_at)]
+        report.missed_pods = [u for u in report.missed_pods
+                              if not newer(self.removed.get(u), listed_at)]
+        report.stale_nodes = [s for s in report.stale_nodes if not newer(s[1], listed_at)]
+        report.redundant_nodes = [n for n in report.redundant_nodes
+                                  if not newer(node_rv(n), listed_at)]
+        report.missed_nodes = [n for n in report.missed_nodes
+                               if not newer(self.removed.get(n), listed_at)]
+        return report
 
     # --- flushing ----------------------------------------------------------------------------
     def take_snapshot(self):

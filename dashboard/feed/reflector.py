@@ -19,8 +19,10 @@ event, forever:
   connection that fails, is reset, times out while connecting, or ends early,
   and any other ERROR, re-watch from the last version after a backoff with
   full jitter: `rand() * min(backoff[1], backoff[0] * 2**failures)`, where
-  `failures` counts the failures since the last healthy session (one that
-  delivered at least one event or bookmark) or successful list;
+  `failures` counts the failures (of lists and watches) since the last
+  healthy watch (one that delivered at least one event or bookmark and did not
+  end in an ERROR); a watch that gets 410 straight after its list backs off
+  too, so a history shorter than a list never makes it relist in a loop;
 - malformed lines, unknown event types and objects without an identity
   (`metadata.uid` for pods, `metadata.name` for nodes) are counted in `stats`
   and logged at most once per `log_interval` seconds per kind of problem.
@@ -154,7 +156,8 @@ class Reflector:
              "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
-        self._failures = 0             # since the last healthy session or list
+        self._failures = 0             # since the last healthy watch
+        self._session_lines = 0        # lines read by the last watch
         self._throttled = _Throttled(log, log_interval, clock)
         self._lock = threading.Lock()  # guards _inflight
         self._inflight = None          # the urllib3 response being read, if any
@@ -181,7 +184,8 @@ class Reflector:
     def request_relist(self) -> None:
         """Make run() relist soon (e.g. the owner found the cache and the cluster apart):
         the watch in flight is cut and a fresh Relisted is emitted."""
-        pass
+        self._relist_requested = True
+        self._abort_inflight()
 
     def wait_for(self, predicate: Callable[["Reflector"], bool], timeout: float) -> bool:
         """Wait until predicate(self) holds; False if `timeout` seconds pass first.
@@ -222,6 +226,7 @@ class Reflector:
     def _loop(self) -> None:
         stop = self._stop
         need_list = True
+        just_listed = False
         while not stop.is_set():
             if need_list or self._relist_requested:
                 self._relist_requested = False
@@ -241,16 +246,21 @@ class Reflector:
                     self._throttled.warning("list-conn", "%s list failed: %r", self.kind, e)
                     self._back_off()
                     continue
-                self._failures = 0
                 need_list = False
+                just_listed = True
                 self.sink(relisted)
             why = self.watch_once()
             if why == "stopped":
                 return
             if why in ("expired", "relist"):
                 need_list = True
+                if why == "expired" and just_listed and self._session_lines <= 1:
+                    # the list's own version was already too old (history shorter than
+                    # a list takes): relisting at once would spin, so back off first
+                    self._back_off()
             elif why in ("disconnected", "error"):
                 self._back_off()
+            just_listed = False
             # "timeout", "idle": the server closed on time or was quiet; re-watch now
 
     def _back_off(self) -> None:
@@ -360,10 +370,13 @@ class Reflector:
             resp.release_conn()
             page = loads(body)
             del body
-            meta = page.get("metadata") or {}
+            meta = page.get("metadata") if type(page) is dict else None
+            page_items = (page.get("items") or []) if type(meta) is dict else None
+            if type(page_items) is not list or not meta.get("resourceVersion"):
+                raise ValueError(f"{self.kind} list: not a list with a resourceVersion")
             if rv is None:
-                rv = str(meta.get("resourceVersion") or "")
-            self._keep_identified(page.get("items") or (), items)
+                rv = str(meta["resourceVersion"])
+            self._keep_identified(page_items, items)
             token = meta.get("continue")
             if not token:
                 return items, rv
@@ -396,6 +409,7 @@ class Reflector:
         if stop.is_set():
             return "stopped"
         self.stats["watches"] += 1
+        self._session_lines = 0
         started = self.clock()
         try:
             resp = self._call(watch=True, resource_version=self.resource_version,
@@ -415,7 +429,6 @@ class Reflector:
             return "disconnected"
         self._track(resp)
         self._set_state("watching")
-        self._session_lines = 0
         why = "stopped"
         try:
             if not (stop.is_set() or self._relist_requested):
@@ -444,7 +457,7 @@ class Reflector:
                 why = "disconnected"
         if why == "idle":
             self.stats["idle"] += 1
-        if self._session_lines and why != "error":
+        if self._session_lines and why not in ("error", "expired"):
             self._failures = 0  # a healthy session: the next failure backs off from the start
         return why
 
@@ -486,6 +499,8 @@ class Reflector:
                         etype = event["type"]
                         obj = event["object"]
                         meta = obj["metadata"] if etype != "ERROR" else None
+                        if etype.__class__ is not str:
+                            raise TypeError(etype)
                     except (decode_error, KeyError, TypeError):
                         self._malformed("unparseable watch line: %r", _excerpt(line))
                         continue
@@ -493,8 +508,10 @@ class Reflector:
                         try:
                             rv = meta["resourceVersion"]
                             ident = meta.get(id_field)
+                            if rv.__class__ is not str:
+                                raise TypeError(rv)
                         except (KeyError, TypeError, AttributeError):
-                            self._malformed("event without metadata.resourceVersion: %r",
+                            self._malformed("event without a metadata.resourceVersion: %r",
                                             _excerpt(line))
                             continue
                         if not ident:
@@ -509,6 +526,8 @@ class Reflector:
                     elif etype == "BOOKMARK":
                         try:
                             rv = meta["resourceVersion"]
+                            if rv.__class__ is not str:
+                                raise TypeError(rv)
                         except (KeyError, TypeError):
                             self._malformed("bookmark without metadata.resourceVersion: %r",
                                             _excerpt(line))

@@ -16,7 +16,7 @@ from schedcache import Cache
 
 from dashboard import kube
 from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest
+from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.feed.reflector import Reflector
@@ -39,17 +39,24 @@ def last_seq(redis) -> int:
     return max(int(redis.get(SEQ_KEY) or 0), stored)
 
 
-def list_for_comparison() -> CompareRequest:
+def list_for_comparison(reflectors, stop, timeout=30.0) -> CompareRequest:
+    """Fresh lists, handed over once every reflector has passed their version, so that
+    everything the lists show is already in the owner's queue ahead of the comparison."""
     nodes = Reflector(kube.core_api(), "nodes", lambda item: None).list_once()
     pods = Reflector(kube.core_api(), "pods", lambda item: None).list_once()
-    return CompareRequest(nodes.items, pods.items, pods.resource_version)
+    listed_at = max((nodes.resource_version, pods.resource_version), key=lambda v: int(v or 0))
+    deadline = time.monotonic() + timeout
+    while any(newer(listed_at, r.resource_version) for r in reflectors):
+        if time.monotonic() > deadline or stop.wait(0.05):
+            raise TimeoutError("the watch did not catch up with the comparison's lists")
+    return CompareRequest(nodes.items, pods.items, listed_at)
 
 
 def build_owner(redis, writer, clock=time.time) -> CacheOwner:
     return CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
                       command_server=CommandServer({}, client=redis), writer=writer,
                       publisher=Publisher(), redis=redis, seq_base=last_seq(redis),
-                      epoch=int(clock() * 1000), lister=list_for_comparison, clock=clock)
+                      epoch=int(clock() * 1000), clock=clock)
 
 
 def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time) -> bool:
@@ -77,6 +84,7 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
     reflectors = [Reflector(kube.core_api(), kind, owner.feed.put, stop=stop)
                   for kind in ("nodes", "pods")]
     owner.on_drift = lambda: [r.request_relist() for r in reflectors]
+    owner.lister = lambda: list_for_comparison(reflectors, stop)
     threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind}", daemon=True)
                for r in reflectors]
     for thread in threads:

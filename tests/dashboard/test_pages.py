@@ -300,10 +300,27 @@ def test_zones_group_the_node_tree_order(client):
     assert "3.0 / 12.0 cores <small>(25%)</small>" in html
 
 
+def test_zones_list_their_first_nodes_and_count_the_rest(client, monkeypatch):
+    monkeypatch.setattr(read_model, "ZONE_NODES_SHOWN", 2)
+    # NodeTree.list() of zone-a with 5 nodes and zone-b with 1: a0 b0 a1 a2 a3 a4.
+    for index, (name, zone) in enumerate([("a0", "a"), ("b0", "b"), ("a1", "a"), ("a2", "a"),
+                                          ("a3", "a"), ("a4", "a")]):
+        node(name, f"region-1/zone-{zone}", index)
+    response, html = page(client, "/zones/")
+    groups = response.context["zones"]
+    assert [(g.label, g.count, [name for _, name, _ in g.nodes], g.more) for g in groups] == [
+        ("region-1/zone-a", 5, ["a0", "a1"], 3), ("region-1/zone-b", 1, ["b0"], 0)]
+    html = squash(html)
+    assert "region-1/zone-a <small>5 nodes</small>" in html
+    assert '… and 3 more: see <a href="/nodes/">Nodes</a>' in html and "a2" not in html
+    assert html.count("more: see") == 1
+
+
 def test_a_node_in_the_tree_without_zone_labels(client):
     node("plain", "", 0)
     groups = page(client, "/zones/")[0].context["zones"]
-    assert [(group.label, group.nodes) for group in groups] == [("(no zone)", [(1, "plain", True)])]
+    assert [(group.label, group.count, group.nodes) for group in groups] == [
+        ("(no zone)", 1, [(1, "plain", True)])]
 
 
 # --- pods -----------------------------------------------------------------------------------

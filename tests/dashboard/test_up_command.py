@@ -4,6 +4,8 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from urllib.request import urlopen
 
@@ -13,11 +15,13 @@ BASE_DIR = Path(__file__).resolve().parents[2]
 
 
 def up(var_dir: Path, port: int) -> subprocess.Popen:
-    """`manage.py up` with no REDIS_URL or DATABASE_URL: everything embedded under var_dir."""
+    """`manage.py up` with no REDIS_URL, DATABASE_URL or kubeconfig: everything embedded
+    under var_dir, a small simulated cluster included."""
     env = {name: value for name, value in os.environ.items()
-           if name not in ("REDIS_URL", "DATABASE_URL")}
+           if name not in ("REDIS_URL", "DATABASE_URL", "SCHEDVIEW_KUBECONFIG")}
     env["SCHEDVIEW_VAR_DIR"] = str(var_dir)
-    return subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port)],
+    return subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port),
+                             "--nodes", "8", "--pods", "60", "--churn", "5"],
                             cwd=BASE_DIR, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
@@ -32,6 +36,28 @@ def read_until(process: subprocess.Popen, text: str) -> str:
     pytest.fail(f"{text!r} never printed:\n{''.join(seen)}")
 
 
+def drain(process: subprocess.Popen):
+    """Keep reading the children's output, so that a full pipe never blocks them.
+    Returns the reader (it ends when every writer has exited) and the lines."""
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    return reader, lines
+
+
+def page_showing(url: str, text: str, timeout: float = 90.0) -> str:
+    """Poll a page until the owner's rows put `text` on it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with urlopen(url) as response:
+            html = response.read().decode()
+        if text in html:
+            return html
+        if time.monotonic() > deadline:
+            pytest.fail(f"{url} never showed {text!r}:\n{html[-2000:]}")
+        time.sleep(0.2)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -43,13 +69,16 @@ def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
     process = up(tmp_path, port)
     try:
         read_until(process, f"Listening on TCP address 127.0.0.1:{port}")
+        reader, output = drain(process)
         assert (tmp_path / "redis.sock").exists()
-        with urlopen(f"http://127.0.0.1:{port}/nodes/") as response:
-            assert "node-zone-a-00000" in response.read().decode()
+        # The simulated cluster's nodes reach the page through the owner's read model.
+        page_showing(f"http://127.0.0.1:{port}/nodes/", "node-zone-a-00000")
         with urlopen(f"http://127.0.0.1:{port}/static/schedview.css") as response:
             assert response.status == 200
         process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=30)
+        process.wait(timeout=60)
+        reader.join(timeout=30)
+        rest = "".join(output)
     finally:
         process.kill()
     assert process.returncode == 0, rest

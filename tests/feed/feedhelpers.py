@@ -4,7 +4,7 @@ tiny scripted API server for byte-level cases the simulated cluster cannot produ
 (malformed lines, silent streams, HTTP errors on a watch)."""
 
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson

@@ -220,3 +220,18 @@ def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
     assert relists == []
     feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "31"))
     assert relists == [True]
+
+
+def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
+    a, b = pod("a", "n1"), pod("b", "n1")
+    synced(owner, nodes("n1"), [a, b])
+    listed_a = dict(a, metadata=dict(a["metadata"], resourceVersion="20"))
+    # After the lists (version 30): a changed (41), b was deleted (42), c was created (43).
+    feed(owner, Watched("pods", "MODIFIED", dict(a, metadata=dict(a["metadata"], resourceVersion="41")), "41"),
+         Watched("pods", "DELETED", dict(b, metadata=dict(b["metadata"], resourceVersion="42")), "42"),
+         Watched("pods", "ADDED", pod("c", "n1", resource_version="43"), "43"))
+    feed(owner, CompareRequest(nodes("n1"), [listed_a, b], "30"))
+    assert owner.latest_report.clean, owner.latest_report.as_dict()
+    # The same cache against lists taken after those changes would show real drift.
+    feed(owner, CompareRequest(nodes("n1"), [listed_a], "50"))
+    assert not owner.latest_report.clean

@@ -385,3 +385,19 @@ def test_watch_objects_match_what_a_list_would_return(running, sim, v1):
     (event,) = rec.events_for("same")
     assert event.obj["kind"] == "Pod" and event.obj["apiVersion"] == "v1"
     assert item_form(event.obj) == sim.pod("default", "same")
+
+
+def test_a_list_already_too_old_to_watch_from_backs_off(scripted):
+    # history shorter than a list takes: every watch from the fresh list's version
+    # answers 410; the reflector must not relist in a tight loop
+    script, api = scripted
+    script.list_items = [pod("a", 5, kind=False)]
+    script.watch_chunks = [line("ERROR", {"kind": "Status", "code": 410, "reason": "Expired"})]
+    delays = []
+    got = []
+    r = Reflector(api, "pods", got.append, rand=lambda: 1.0, backoff=(0.2, 10.0),
+                  sleep=lambda s: (delays.append(s), len(delays) == 4 and r.stop()))
+    r.run()
+    assert delays == pytest.approx([0.2, 0.4, 0.8, 1.6])
+    assert r.stats["lists"] == 4 and r.stats["expired"] == 4
+    assert [type(i).__name__ for i in got] == ["Relisted"] * 4

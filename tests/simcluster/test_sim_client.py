@@ -1,5 +1,7 @@
 """The official kubernetes client (unchanged) against the simulated cluster over HTTP."""
 
+import asyncio
+
 import orjson
 import pytest
 from kubernetes import client, config, watch
@@ -302,3 +304,27 @@ def test_assigned_pods_watch_sees_binding_as_added_and_delete(sim, v1):
         v1.list_pod_for_all_namespaces, field_selector="spec.nodeName!=", resource_version=rv,
         timeout_seconds=1)]
     assert events == [("ADDED", "a1"), ("MODIFIED", "a1"), ("DELETED", "a1")]
+
+
+def test_asyncio_client_lists_binds_and_watches(sim):
+    from kubernetes.aio import client as aclient
+    from kubernetes.aio import watch as awatch
+
+    async def scenario():
+        async with aclient.ApiClient(aclient.Configuration(host=sim.url)) as api:
+            v1 = aclient.CoreV1Api(api)
+            rv = (await v1.list_pod_for_all_namespaces(limit=5)).metadata.resource_version
+            await v1.create_namespaced_pod("default", pending_pod_body("aio"))
+            resp = await v1.create_namespaced_pod_binding_without_preload_content(
+                "aio", "default", {"metadata": {"name": "aio"}, "target": {"name": "n1"}})
+            assert resp.status == 201
+            events = [(e["type"], e["object"].metadata.name) async for e in awatch.Watch().stream(
+                v1.list_pod_for_all_namespaces, resource_version=rv, timeout_seconds=1)]
+            assert events == [("ADDED", "aio"), ("MODIFIED", "aio")]
+            with pytest.raises(aclient.ApiException) as e:
+                async for _ in awatch.Watch().stream(v1.list_pod_for_all_namespaces,
+                                                     resource_version="1", timeout_seconds=1):
+                    pass
+            assert e.value.status == 410
+
+    asyncio.run(scenario())
