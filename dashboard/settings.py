@@ -135,6 +135,14 @@ CELERY_BEAT_SCHEDULE = {
     "compare": {"task": "dashboard.tasks.compare", "schedule": SCHEDVIEW_COMPARE_PERIOD,
                 "options": {"expires": SCHEDVIEW_COMPARE_PERIOD * 0.9}},
 }
+# The embedded default schedules the simulated cluster's pending pods itself (a round robin
+# over the zones, resources permitting), so every state of the machine shows. Off unless set;
+# `manage.py up` sets it for its simulated cluster.
+SCHEDVIEW_SCHEDULE_PERIOD = env.float("SCHEDVIEW_SCHEDULE_PERIOD", default=0.0)
+if SCHEDVIEW_SCHEDULE_PERIOD > 0:
+    CELERY_BEAT_SCHEDULE["schedule-pending"] = {
+        "task": "dashboard.tasks.schedule_pending", "schedule": SCHEDVIEW_SCHEDULE_PERIOD,
+        "options": {"expires": SCHEDVIEW_SCHEDULE_PERIOD * 0.9}}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

@@ -213,3 +213,16 @@ def compare() -> str:
     """Ask the owner to compare its cache with the cluster (it logs and counts differences)."""
     return send("compare", {}, actor="comparer", wait=False,
                 timeout=settings.SCHEDVIEW_COMPARE_PERIOD)
+
+
+@shared_task(name="dashboard.tasks.schedule_pending", ignore_result=True)
+def schedule_pending(limit: int = 20) -> int:
+    """The embedded default's scheduler: the owner assumes the oldest pending pods on the
+    next nodes of the zone round robin they fit (feed/placement.py); their binds go out
+    as one batched task. Returns how many pods were placed."""
+    result = send("assume_next", {"limit": limit}, actor="scheduler",
+                  timeout=settings.SCHEDVIEW_SCHEDULE_PERIOD or 5.0)
+    placed = [[p["uid"], p["namespace"], p["name"], p["node"]] for p in result["placed"]]
+    if placed:
+        bind_pods.delay(placed)
+    return len(placed)

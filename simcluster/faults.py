@@ -14,7 +14,7 @@ from simcluster.status import ApiError
 @dataclass
 class Faults:
     bind_failure_rate: float = 0.0   # share of client binds answered with an error
-    bind_failure_code: int = 500     # 500 InternalError or 409 Conflict
+    bind_failure_code: int = 500     # 409 is a Conflict; any other code a plain failure
     bind_delay: float = 0.0          # seconds every client bind waits before it runs
     lose_event_rate: float = 0.0     # share of writes whose watch event is never sent
     seed: int = 0
@@ -52,7 +52,7 @@ class Faults:
                                     "to the latest version and try again", "Conflict",
                                {"name": name, "kind": "pods/binding"})
             raise ApiError(self.bind_failure_code, "Internal error occurred: simulated bind "
-                                                   "failure", "InternalError",
+                                                   "failure", None,
                            {"causes": [{"message": "simulated bind failure"}]})
 
     def lose_event(self) -> bool:

@@ -8,17 +8,17 @@ Copy a pod (`copy.deepcopy` or an orjson round trip) before mutating it.
 No clock is read: every timestamp derives from BASE_TIME and the seed.
 """
 
-import gc
 import hashlib
 import random
-from functools import lru_cache
-from itertools import accumulate
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from itertools import accumulate
 
 from simcluster.defaults import (EMPTY_NODE_INFO, POD_SPEC_ORDER, admit_pod_spec,
                                  default_pod_spec, ordered, qos_class)
 from simcluster.fields import fields_v1, managed_entry
+from simcluster.gcpause import gc_paused
 from simcluster.quantity import milli, parse_quantity
 
 BASE_TIME = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -755,13 +755,8 @@ def generate_cluster(nodes: int = 100, pods: int = 3000, zones: int = 3, seed: i
     (and any that find no room) are unbound and Pending. Nodes get the first
     resourceVersions, then pods in list order.
     """
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # millions of new containers would trigger full collections over and over
-    try:
+    with gc_paused():
         return _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces) -> Cluster:

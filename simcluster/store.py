@@ -15,6 +15,8 @@ from bisect import bisect_left, insort
 
 import orjson
 
+from simcluster.gcpause import gc_paused
+
 
 class Entry:
     """One stored object: its item bytes and what selectors look at."""
@@ -88,7 +90,7 @@ class Store:
         """Bulk-insert existing objects (with their resourceVersions) without events."""
         res = self.resources[name]
         dumps = orjson.dumps
-        with self.lock:
+        with self.lock, gc_paused():
             for obj in items:
                 item = _item(obj)
                 rv = int(item["metadata"]["resourceVersion"])

@@ -115,13 +115,25 @@ def _excerpt(line: bytes, limit: int = 120) -> bytes:
 class Reflector:
     """Lists then watches one kind ("pods" or "nodes") into `sink`; see the module doc.
 
-    `resource_version` is the last version seen (list, event or bookmark);
-    `stats` counts lists, list_restarts (expired continue tokens), watches,
-    events, bookmarks, expired (410s that forced a relist), timeouts (watches the
-    server closed at timeoutSeconds), idle (read timeouts), errors (ERROR events
-    other than 410, HTTP errors), reconnects (backoffs before a retry),
-    malformed (unparseable lines, unknown types, missing fields) and
-    skipped_no_uid (objects without metadata.uid, or metadata.name for nodes).
+    Arguments beyond the API client, kind and sink: `page_size` (list limit; 0
+    lists in one request), `watch_timeout` (timeoutSeconds asked of the server),
+    `backoff` (first and largest retry delay), `rand` (jitter draws in [0, 1)),
+    `sleep` (how to wait a backoff; default: wait on the stop event), `stop` (an
+    event shared with others, or a private one), `connect_timeout` and
+    `read_timeout` (per socket operation; the default read timeout is
+    min(watch_timeout, 60) + 30 s, longer than a bookmark interval), `clock`
+    (monotonic seconds, for timeouts and log throttling), `log_interval`.
+
+    Readable from any thread: `resource_version` (the last version seen: list,
+    event or bookmark), `state` ("new", "listing", "watching", "backing off",
+    "stopped"), `last_watch_end` (what the last watch_once() returned) and
+    `stats`, which counts lists, list_restarts (expired continue tokens),
+    watches, events, bookmarks, expired (410s that forced a relist), timeouts
+    (watches the server closed at timeoutSeconds), idle (read timeouts),
+    errors (ERROR events other than 410, HTTP errors), reconnects (backoffs
+    before a retry), malformed (unparseable lines, unknown types, missing
+    fields) and skipped_no_uid (objects without metadata.uid, or without
+    metadata.name for nodes). `wait_for()` waits for a condition on them.
     """
 
     def __init__(self, api, kind: str, sink: Callable[[object], None], *,

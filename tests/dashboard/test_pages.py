@@ -188,9 +188,9 @@ def test_overview_compares_the_latest_snapshot_with_the_cache_generation(client,
     assert (lag.generation, lag.cache_generation, lag.cache_source, lag.behind) == (
         12, 15, "read model", 3)
     section = squash(html.split('id="snapshot">')[1].split("</section>")[0])
-    assert "<dt>Snapshot generation</dt><dd>12 <small>taken 2 s ago</small></dd>" in section
+    assert "<dt>Generation</dt><dd>12 <small>taken 2 s ago</small></dd>" in section
     assert "<dt>Cache generation</dt><dd>15 <small>read model</small></dd>" in section
-    assert "<dt>Snapshot lag</dt><dd>3 generations behind</dd>" in section
+    assert "<dt>Lag</dt><dd>3 generations behind</dd>" in section
 
     owner(generation=20, snapshot_generation=12)   # a live owner knows the newest generation
     section = squash(page(client, "/")[1].split('id="snapshot">')[1].split("</section>")[0])

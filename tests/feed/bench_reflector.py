@@ -11,7 +11,11 @@ official client into a trivial sink (a counter). Two figures:
   so a cluster that cannot churn fast enough shows up as the bottleneck;
 - replay: after the churn, a watch from the resourceVersion the live run started
   at is served from the cluster's history as fast as the server can send it,
-  which is the reflector's ceiling (the server's cost included).
+  which is the reflector's ceiling (the server's cost included); the reflector
+  process's CPU time gives its own cost per event whatever the server does;
+- canned: the same reflector against a process that only writes prebuilt watch
+  bytes (one 4 KB pod event per chunk, like the API server), i.e. without the
+  simulated cluster's cost.
 
 Not collected by pytest (the name does not start with test_).
 """
@@ -60,6 +64,53 @@ class Counter:
                 self.done.set()
 
 
+def serve_canned(sock, payload: bytes) -> None:
+    """A process that answers every request with the same prebuilt chunked watch."""
+    while True:
+        conn, _ = sock.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                     b"Transfer-Encoding: chunked\r\n\r\n" + payload)
+        conn.close()
+
+
+def canned(events: int) -> None:
+    import multiprocessing
+    import socket
+
+    import orjson
+
+    from simcluster.generate import generate_cluster
+    pods = generate_cluster(10, 2000, 3, 1).pods
+    lines = []
+    for i in range(events):
+        p = pods[i % len(pods)]
+        obj = {"kind": "Pod", "apiVersion": "v1", **p,
+               "metadata": {**p["metadata"], "resourceVersion": str(i + 1)}}
+        lines.append(b'{"type":"MODIFIED","object":' + orjson.dumps(obj) + b"}\n")
+    payload = b"".join(b"%x\r\n%s\r\n" % (len(x), x) for x in lines) + b"0\r\n\r\n"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen()
+    proc = multiprocessing.get_context("fork").Process(target=serve_canned,
+                                                       args=(sock, payload), daemon=True)
+    proc.start()
+    try:
+        host, port = sock.getsockname()
+        api = client.CoreV1Api(client.ApiClient(client.Configuration(host=f"http://{host}:{port}")))
+        sink = Counter()
+        r = Reflector(api, "pods", sink, watch_timeout=3600)
+        r.resource_version = "1"
+        start, cpu = time.perf_counter(), time.process_time()
+        r.watch_once()
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu
+        print(f"canned: {sink.events} events ({sum(map(len, lines)) / len(lines):,.0f} bytes "
+              f"each) in {elapsed:.2f} s ({sink.events / elapsed:,.0f} events/s); CPU "
+              f"{cpu:.2f} s ({sink.events / cpu:,.0f} events per CPU second)")
+    finally:
+        proc.kill()
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--nodes", type=int, default=200)
@@ -67,7 +118,9 @@ def main() -> int:
     p.add_argument("--churn", type=float, default=30000)
     p.add_argument("--seconds", type=float, default=10)
     p.add_argument("--history", type=int, default=2_000_000)
+    p.add_argument("--canned", type=int, default=30000, help="events in the canned run")
     args = p.parse_args()
+    canned(args.canned)
 
     server = subprocess.Popen(
         [sys.executable, "-m", "simcluster", "serve", "--nodes", str(args.nodes), "--pods",

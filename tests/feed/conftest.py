@@ -36,6 +36,8 @@ def v1(sim):
 
 @pytest.fixture
 def running(sim):
+    """Start reflectors on `sim` with `running.start(...)`; each is stopped (and checked
+    stopped) at teardown."""
     runs = Running(sim)
     yield runs
     runs.stop_all()

@@ -265,7 +265,7 @@ def test_stop_ends_a_quiet_watch_promptly(feed_cluster, how):
         elapsed = time.monotonic() - started
         api_client.close()
     assert not thread.is_alive()
-    assert elapsed < 2.0, elapsed
+    assert elapsed < 3.0, elapsed  # without the cut it would wait out the 90 s read timeout
     assert r.state == "stopped" and r.last_watch_end == "stopped"
 
 
@@ -277,7 +277,7 @@ def test_stop_during_backoff(running, sim):
     started = time.monotonic()
     r.stop()
     thread.join(WAIT)
-    assert not thread.is_alive() and time.monotonic() - started < 2.0
+    assert not thread.is_alive() and time.monotonic() - started < 3.0
 
 
 # -- bytes the simulated cluster never sends: a scripted server --------------------------

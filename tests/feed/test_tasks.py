@@ -5,13 +5,11 @@ The owner is a recording CommandServer in a thread (test_commands.ServerThread).
 import threading
 import time
 
-import orjson
 import pytest
 from celery.contrib.testing.worker import start_worker
 
 from dashboard import tasks
 from dashboard.celery import app
-from dashboard.feed.commands import COMMANDS_KEY
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster, make_pod
 from simcluster.status import ApiError

@@ -138,3 +138,16 @@ def test_a_standby_owner_takes_over_when_the_owner_dies(stack):
     second = synced_owner()
     assert second["seq"] >= first["seq"]
     assert second["pods"] == first["pods"] or second["pods"] > 0
+
+
+def test_the_embedded_scheduler_places_pending_pods_until_they_run(stack):
+    from dashboard.tasks import schedule_pending
+    stack.owner("owner-a")
+    synced_owner()
+    api = core(stack)
+    uids = [new_pod(api, f"queued-{i}") for i in range(3)]
+    wait_for(lambda: all(state_of(u) == "Pending" for u in uids), 30, "the pending pods")
+    assert schedule_pending(limit=10) >= 3
+    wait_for(lambda: all(state_of(u) == "Added" for u in uids), 60, "the pods to be bound")
+    assert all(api.read_namespaced_pod(f"queued-{i}", "default").spec.node_name
+               for i in range(3))

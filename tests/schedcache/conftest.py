@@ -8,14 +8,14 @@ from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "schedcache-default",
-    max_examples=60,
+    max_examples=100,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 settings.register_profile(
     "thorough",
-    max_examples=1000,
+    max_examples=600,
     stateful_step_count=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],

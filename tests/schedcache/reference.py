@@ -5,6 +5,7 @@ NodeInfo must hold, models the NodeTree, and turns the public objects handed
 out by the cache (NodeInfo, Dump, Snapshot) into plain, comparable data.
 """
 
+import json
 import math
 import os
 import re
@@ -298,6 +299,11 @@ class RefNodeTree:
 
 def plain(obj):
     """Mappings/sequences handed out by the cache as plain dicts/lists (for ==)."""
+    if type(obj) is dict:
+        try:  # fast path for plain JSON data
+            return json.loads(json.dumps(obj))
+        except (TypeError, ValueError):
+            pass
     if isinstance(obj, Mapping):
         return {k: plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):

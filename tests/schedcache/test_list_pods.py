@@ -13,6 +13,7 @@ POD_LABELS = {
     "db-c": {"app": "db", "tier": "db", "env": "c", "gpu": ""},
     "gpu-a": {"app": "ml", "env": "a", "gpu": "nvidia"},
     "bare": {},
+    "dotted": {"example.com/tier": "db", "app": "web_2", "ver": "1.2-rc"},
 }
 
 
@@ -34,28 +35,35 @@ def names(pods):
 
 
 ALL = sorted(POD_LABELS)
+NOT_WEB = ["bare", "db-c", "dotted", "gpu-a"]
 SELECTORS = [
     ("", ALL),
     ("app=web", ["web-a", "web-b"]),
     ("app==web", ["web-a", "web-b"]),
+    ("app = web", ["web-a", "web-b"]),
     ("a==b", []),
-    ("app!=web", ["bare", "db-c", "gpu-a"]),  # != matches pods without the label
+    ("app!=web", NOT_WEB),  # != matches pods without the label
     ("app=web,tier!=db", ["web-a"]),
     ("app=web, tier!=db", ["web-a"]),
     ("env in (a,b)", ["gpu-a", "web-a", "web-b"]),
     ("env in (a, b)", ["gpu-a", "web-a", "web-b"]),
     ("env in (z)", []),
-    ("env notin (a)", ["bare", "db-c", "web-b"]),  # notin matches pods without the label
-    ("env notin (a,b,c)", ["bare"]),
-    ("!canary", ["bare", "db-c", "gpu-a", "web-a"]),
+    ("env notin (a)", ["bare", "db-c", "dotted", "web-b"]),  # notin matches pods without the label
+    ("env notin (a,b,c)", ["bare", "dotted"]),
+    ("!canary", ["bare", "db-c", "dotted", "gpu-a", "web-a"]),
     ("canary", ["web-b"]),
     ("gpu", ["db-c", "gpu-a"]),  # exists, even with an empty value
-    ("!gpu", ["bare", "web-a", "web-b"]),
+    ("!gpu", ["bare", "dotted", "web-a", "web-b"]),
     ("gpu,app=ml", ["gpu-a"]),
     ("app in (web,db),!canary", ["db-c", "web-a"]),
     ("tier=db,env notin (c)", ["web-b"]),
     ("app=nothing", []),
     ("missing!=x", ALL),
+    ("example.com/tier=db", ["dotted"]),
+    ("example.com/tier", ["dotted"]),
+    ("app in (web_2,ml)", ["dotted", "gpu-a"]),
+    ("ver=1.2-rc", ["dotted"]),
+    ("tier=db", ["db-c", "web-b"]),
 ]
 
 
@@ -73,6 +81,7 @@ def test_default_lists_everything(cache):
 def test_pod_filter(cache):
     on_node_2 = lambda p: p["spec"]["nodeName"] == "node-2"  # noqa: E731
     want = sorted(n for i, n in enumerate(ALL) if i % 2 == 1)
+    assert want
     assert names(cache.list_pods(pod_filter=on_node_2)) == want
     assert names(cache.list_pods("app=web", pod_filter=on_node_2)) == [n for n in want if n.startswith("web")]
     assert names(cache.list_pods(pod_filter=lambda p: False)) == []

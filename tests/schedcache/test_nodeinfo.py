@@ -543,3 +543,30 @@ def test_confirm_on_another_node_moves_resources():
     assert [ref.plain(pi.pod) for pi in d.nodes[N2].pods] == [updated]
     assert d.nodes[N2].requested.milli_cpu == 200
     assert d.nodes[N2].used_ports.check_conflict("", "", 80)
+
+
+def test_update_node_brings_back_a_node_removed_while_pods_remained():
+    """update_node adds a node that is not cached, also over a NodeInfo left without
+    a node: it is back in the tree and in snapshots (in node_tree.list() order)."""
+    from schedcache import Snapshot
+
+    cache = Cache(ttl=0)
+    n1 = b.node(N1, cpu="2", region="r", zone="a")
+    n2 = b.node(N2, cpu="2", region="r", zone="b")
+    cache.add_node(n1)
+    cache.add_node(n2)
+    p = b.pod("p", N1, cpu="300m")
+    cache.add_pod(p)
+    snap = Snapshot()
+    cache.update_snapshot(snap)
+    cache.remove_node(n1)
+    cache.update_snapshot(snap)
+    assert set(snap.node_info_map) == {N2}
+    n1b = b.node(N1, cpu="4", region="r", zone="a", resource_version="7")
+    returned = cache.update_node(n1, n1b)
+    assert ref.plain(returned.node) == n1b
+    assert returned.requested.milli_cpu == 300
+    assert sorted(cache.node_tree.list()) == [N1, N2]
+    cache.update_snapshot(snap)
+    assert set(snap.node_info_map) == {N1, N2}
+    ref.assert_snapshot_consistent(cache, snap)

@@ -425,10 +425,13 @@ def test_dump_is_a_copy():
     cache.add_pod(PODS[0])
     cache.add_pod(PODS[10])
     assert (sorted(d.assumed_pods), ref.info_view(d.nodes["test-node0"])) == held
+    cache.assume_pod(PODS[11])
+    d = cache.dump()
     try:
         d.assumed_pods.clear()
     except AttributeError:  # an immutable set is fine too
         pass
     d.nodes.clear()
     d2 = cache.dump()
-    assert set(d2.nodes) == {"test-node0"}
+    assert set(d2.nodes) == {"test-node0", "test-node1"}
+    assert set(d2.assumed_pods) == {ref.uid(PODS[11])}

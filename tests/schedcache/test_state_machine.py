@@ -181,6 +181,20 @@ TRANSITIONS = [
         {N1: ["p@n1"]},
     ),
     (
+        "finish_binding of an added pod starts no clock",
+        [("add", "p@n1"), ("finish", "p@n1", 0), ("cleanup", 10 * TTL)],
+        "Added",
+        "p@n1",
+        {N1: ["p@n1"]},
+    ),
+    (
+        "finish_binding twice: the later call sets the deadline",
+        [("assume", "p@n1"), ("finish", "p@n1", 0), ("finish", "p@n1", 2 * TTL), ("cleanup", 2 * TTL + 1)],
+        "Assumed",
+        "p@n1",
+        {N1: ["p@n1"]},
+    ),
+    (
         "forget of a pod not in the cache is a no-op",
         [("forget", "p@n1")],
         None,

@@ -12,6 +12,9 @@ import signal
 import sys
 import time
 
+import urllib3
+import yaml
+
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
@@ -31,6 +34,7 @@ def simulated_cluster(kubeconfig, nodes, pods, churn) -> Child:
     return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes),
                                 "--pods", str(pods), "--zones", "3", "--churn", str(churn),
                                 "--pending-fraction", "0.02", "--bookmark-interval", "10",
+
                                 "--kubeconfig", str(kubeconfig)])
 
 
@@ -43,6 +47,24 @@ def wait_for_file(path, process, timeout=120.0):
         if time.monotonic() > deadline:
             raise CommandError(f"the simulated cluster wrote no kubeconfig in {timeout:.0f} s")
         time.sleep(0.1)
+
+
+# The embedded default's weather: a third of the binds fail (a few pods fail all their
+# attempts and are forgotten), some watch events are lost, and kubelets start pods only
+# after the cache's ttl, so a lost confirmation expires before the pod's next change heals
+# it. Every state of the machine shows within a minute or two.
+DEMO_FAULTS = {"bind_failure_rate": 0.3, "lose_event_rate": 0.02}
+DEMO_KUBELET = {"start_delay": 45.0}
+
+
+def configure_simulated_cluster(kubeconfig):
+    url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    http = urllib3.PoolManager()
+    for action, knobs in (("faults", DEMO_FAULTS), ("kubelet", DEMO_KUBELET)):
+        response = http.request("POST", f"{url}/simcluster/v1/{action}", json=knobs)
+        if response.status != 200:
+            raise CommandError(f"the simulated cluster refused {action} {knobs}: "
+                               f"{response.data[:200]!r}")
 
 
 def manage(name, *argv) -> Child:
@@ -76,10 +98,14 @@ class Command(BaseCommand):
                         Child("redis", embedded_redis.command(settings.EMBEDDED_REDIS_SOCKET)))
                     embedded_redis.wait_until_ready(settings.REDIS_URL, redis)
                 if "SCHEDVIEW_KUBECONFIG" not in os.environ:
+                    # The simulated cluster's pending pods are ours to schedule, and a few
+                    # of its binds fail and events get lost, so every state shows.
+                    os.environ.setdefault("SCHEDVIEW_SCHEDULE_PERIOD", "1")
                     kubeconfig = settings.SCHEDVIEW_KUBECONFIG
                     kubeconfig.unlink(missing_ok=True)
                     cluster = supervisor.start(simulated_cluster(kubeconfig, nodes, pods, churn))
                     wait_for_file(kubeconfig, cluster)
+                    configure_simulated_cluster(kubeconfig)
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
                 supervisor.start(manage("owner", "watch"))
