@@ -1,5 +1,8 @@
 """A kubeconfig for the simulated cluster, accepted by kubernetes.config.load_kube_config."""
 
+import os
+from pathlib import Path
+
 import yaml
 
 
@@ -15,6 +18,11 @@ def kubeconfig(url: str, name: str = "simcluster", token: str = "simcluster") ->
 
 
 def write_kubeconfig(path, url: str, name: str = "simcluster") -> str:
-    with open(path, "w") as f:
+    """Written whole or not at all (a temporary file renamed into place): other processes
+    wait for the file to appear and must never read half of it."""
+    path = Path(path)
+    partial = path.with_name(f".{path.name}.partial")
+    with open(partial, "w") as f:
         yaml.safe_dump(kubeconfig(url, name), f, sort_keys=False)
+    os.replace(partial, path)
     return str(path)
