@@ -5,7 +5,7 @@ builds objects as the server would have returned them).
 """
 
 from simcluster.fields import fields_v1, managed_entry
-from simcluster.quantity import parse_quantity
+from schedcache.quantity import parse_quantity
 
 # Go struct field order, which the apiserver's JSON follows.
 META_ORDER = ("name", "generateName", "namespace", "selfLink", "uid", "resourceVersion",

@@ -19,7 +19,7 @@ from simcluster.defaults import (EMPTY_NODE_INFO, POD_SPEC_ORDER, admit_pod_spec
                                  default_pod_spec, ordered, qos_class)
 from simcluster.fields import fields_v1, managed_entry
 from simcluster.gcpause import gc_paused
-from simcluster.quantity import milli, parse_quantity
+from schedcache.quantity import milli_value as milli, parse_quantity
 
 BASE_TIME = datetime(2026, 11, 1, tzinfo=timezone.utc)
 ZONE_LABEL = "topology.kubernetes.io/zone"

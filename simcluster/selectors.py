@@ -4,14 +4,8 @@ Lists, watches and deletecollection all filter with these, on the small
 label/field index each stored object keeps (never on the full JSON).
 """
 
-import re
-
+from schedcache.selector import matches, parse_selector
 from simcluster.status import bad_request
-
-_LABEL_REQ = re.compile(
-    r"\s*(?P<neg>!)?\s*(?P<key>[A-Za-z0-9._/-]+)\s*"
-    r"(?:(?P<op>==|=|!=|\s+in\s+|\s+notin\s+)\s*(?P<val>\([^)]*\)|[A-Za-z0-9._-]*))?\s*$")
-
 
 def _split_top(text: str) -> list:
     """Split on commas that are not inside parentheses."""
@@ -29,32 +23,15 @@ def _split_top(text: str) -> list:
 
 
 def parse_label_selector(text: str | None):
-    """A predicate over a labels dict, or None when the selector selects everything."""
+    """A predicate over a labels dict, or None when the selector selects everything.
+    The grammar is schedcache's (one parser in the project); a malformed one is a 400."""
     if not text:
         return None
-    tests = []
-    for part in _split_top(text):
-        m = _LABEL_REQ.match(part)
-        if not m or (m["neg"] and m["op"]):
-            raise bad_request(f'unable to parse requirement: invalid label selector "{text}"')
-        key, op = m["key"], (m["op"] or "").strip()
-        if m["neg"]:
-            tests.append(lambda labels, k=key: k not in labels)
-        elif not op:
-            tests.append(lambda labels, k=key: k in labels)
-        elif op in ("in", "notin"):
-            values = frozenset(v.strip() for v in m["val"].strip("()").split(","))
-            if op == "in":
-                tests.append(lambda labels, k=key, vs=values: labels.get(k) in vs)
-            else:
-                tests.append(lambda labels, k=key, vs=values: labels.get(k) not in vs)
-        elif op == "!=":
-            tests.append(lambda labels, k=key, v=m["val"]: labels.get(k) != v)
-        else:
-            tests.append(lambda labels, k=key, v=m["val"]: labels.get(k) == v)
-    if len(tests) == 1:
-        return tests[0]
-    return lambda labels: all(t(labels) for t in tests)
+    try:
+        requirements = parse_selector(text)
+    except ValueError:
+        raise bad_request(f'unable to parse requirement: invalid label selector "{text}"') from None
+    return lambda labels: matches(requirements, labels)
 
 
 def parse_field_selector(text: str | None, supported: tuple):

@@ -33,3 +33,12 @@ def redis_url(tmp_path_factory):
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.fixture
+def v1(sim):
+    """The official client on the test's simulated cluster (each folder defines its `sim`)."""
+    from kubernetes import client
+    api_client = sim.api_client()
+    yield client.CoreV1Api(api_client)
+    api_client.close()

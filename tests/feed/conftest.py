@@ -6,8 +6,8 @@ import threading
 from http.server import ThreadingHTTPServer
 
 import pytest
-from feedhelpers import Running, Script, ScriptHandler, make_sim
 from kubernetes import client
+from feedhelpers import Running, Script, ScriptHandler, make_sim
 
 from simcluster.generate import generate_cluster
 
@@ -24,14 +24,6 @@ def sim(feed_cluster):
     """No churn, no kubelet: every change comes from the test; bookmarks every 0.2 s."""
     with make_sim(feed_cluster) as s:
         yield s
-
-
-@pytest.fixture
-def v1(sim):
-    """The client the tests themselves make changes with."""
-    api_client = sim.api_client()
-    yield client.CoreV1Api(api_client)
-    api_client.close()
 
 
 @pytest.fixture

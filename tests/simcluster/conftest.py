@@ -1,7 +1,6 @@
 """Fixtures: a small simulated cluster per test, the official client, raw HTTP, captures."""
 
 import pytest
-from kubernetes import client
 
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
@@ -20,13 +19,6 @@ def sim(small_cluster):
     """A served cluster without churn or kubelet, so every change comes from the test."""
     with SimCluster(cluster=small_cluster, kubelet=False, namespaces=4) as s:
         yield s
-
-
-@pytest.fixture
-def v1(sim):
-    api_client = sim.api_client()
-    yield client.CoreV1Api(api_client)
-    api_client.close()
 
 
 @pytest.fixture

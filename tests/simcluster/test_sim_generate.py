@@ -8,7 +8,7 @@ import pytest
 
 from simcluster.defaults import new_node, new_pod
 from simcluster.generate import generate_cluster, make_node, make_pod
-from simcluster.quantity import milli, parse_quantity
+from schedcache.quantity import milli_value as milli, parse_quantity
 
 from simhelpers import capture, capture_request_body
 
