@@ -40,6 +40,8 @@ class PodRecord(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["owner_epoch"], name="pod_owner_epoch"),
+            models.Index(fields=["state", "binding_finished"], name="pod_state_bound"),
+            models.Index(fields=["state", "node"], name="pod_state_node"),
             models.Index(fields=["state", "namespace", "name"], name="pod_state_ns_name"),
             models.Index(fields=["namespace", "name"], name="pod_ns_name"),
             models.Index(fields=["node", "namespace", "name"], name="pod_node_ns_name"),

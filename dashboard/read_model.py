@@ -104,11 +104,6 @@ class PodCounts:
     forgotten: int = 0
 
     @property
-    def cached(self) -> int:
-        """Pods the cache holds (Assumed and Added); the rest are pending or just left it."""
-        return self.assumed + self.added
-
-    @property
     def total(self) -> int:
         return self.pending + self.assumed + self.added + self.expired + self.forgotten
 

@@ -13,9 +13,10 @@ import sys
 from .errors import CacheError
 from .resource import pod_requests
 
-METADATA_FIELDS = ("name", "generateName", "namespace", "uid", "resourceVersion",
-                   "creationTimestamp", "deletionTimestamp", "labels", "ownerReferences")
-SPEC_FIELDS = ("nodeName", "schedulerName", "priority", "priorityClassName", "preemptionPolicy",
+# Kept of a pod, besides what PodInfo holds in its own slots (uid, name, namespace,
+# resourceVersion, labels, nodeName), which `.pod` puts back.
+METADATA_FIELDS = ("generateName", "creationTimestamp", "deletionTimestamp", "ownerReferences")
+SPEC_FIELDS = ("schedulerName", "priority", "priorityClassName", "preemptionPolicy",
                "nodeSelector", "affinity", "overhead", "hostNetwork", "volumes")
 CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
 STATUS_FIELDS = ("phase", "hostIP", "podIP", "startTime", "qosClass", "nominatedNodeName",
@@ -50,16 +51,18 @@ def _present(names, values) -> dict:
     return {name: value for name, value in zip(names, values) if value is not None}
 
 
-def _thaw(frozen) -> dict:
+def _thaw(frozen, identity=None, node_name="") -> dict:
+    """The lean pod Mapping; `identity` (metadata from the PodInfo's slots) joins what was frozen."""
     kind, api_version, metadata, spec_values, containers, init_containers, status = \
         marshal.loads(frozen)
-    spec = _present(SPEC_FIELDS, spec_values)
+    spec = {"nodeName": node_name} if node_name else {}
+    spec.update(_present(SPEC_FIELDS, spec_values))
     if containers is not None:
         spec["containers"] = [_present(CONTAINER_FIELDS, c) for c in containers]
     if init_containers is not None:
         spec["initContainers"] = [_present(CONTAINER_FIELDS, c) for c in init_containers]
     pod = {"kind": kind, "apiVersion": api_version} if kind is not None else {}
-    pod["metadata"] = _present(METADATA_FIELDS, metadata)
+    pod["metadata"] = dict(identity or {}, **_present(METADATA_FIELDS, metadata))
     pod["spec"] = spec
     if status is not None:
         pod["status"] = _present(STATUS_FIELDS, status)
@@ -68,8 +71,24 @@ def _thaw(frozen) -> dict:
 
 def lean_pod(pod) -> dict:
     """The lean copy of `pod` that the cache keeps and `get_pod` returns."""
-    return _thaw(_freeze(pod.get("kind"), pod.get("apiVersion"), pod.get("metadata") or {},
-                         pod.get("spec") or {}, pod.get("status")))
+    return make_pod_info(pod).pod
+
+
+_label_sets = {}  # label items -> one shared dict: replicas of a workload carry the same labels
+_LABEL_SETS_MAX = 50_000  # then start afresh, so sets of pods long gone are not kept forever
+
+
+def _shared_labels(labels):
+    """The pod's labels as a dict shared by every pod with the same ones (never changed)."""
+    if not labels:
+        return None
+    key = tuple((_intern(k), _intern(v)) for k, v in labels.items())
+    shared = _label_sets.get(key)
+    if shared is None:
+        if len(_label_sets) >= _LABEL_SETS_MAX:
+            _label_sets.clear()
+        shared = _label_sets[key] = dict(key)
+    return shared
 
 
 def _host_ports(containers) -> tuple:
@@ -104,7 +123,10 @@ class PodInfo:
     @property
     def pod(self) -> dict:
         """The cached pod Mapping (lean), a fresh copy on every read."""
-        return _thaw(self._frozen)
+        identity = {"name": self.name, "namespace": self.namespace, "uid": self.key,
+                    "resourceVersion": self.resource_version,
+                    "labels": dict(self.labels) if self.labels else None}
+        return _thaw(self._frozen, {k: v for k, v in identity.items() if v}, self.node_name)
 
     def __repr__(self):
         return f"PodInfo({self.namespace}/{self.name} uid={self.key} node={self.node_name!r})"
@@ -131,8 +153,7 @@ def make_pod_info(pod) -> PodInfo:
         name = metadata.get("name") or ""
         requested, non_zero = pod_requests(spec)
         frozen = _freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec, pod.get("status"))
-        labels = metadata.get("labels")
-        labels = {_intern(k): _intern(v) for k, v in labels.items()} if labels else None
+        labels = _shared_labels(metadata.get("labels"))
         containers = spec.get("containers") or ()
         ports = _host_ports(containers)
         volumes = spec.get("volumes")

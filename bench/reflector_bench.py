@@ -1,6 +1,6 @@
 """Events per second through a Reflector from a churning simulated cluster over HTTP.
 
-    .venv/bin/python tests/feed/bench_reflector.py --churn 30000 --seconds 10
+    .venv/bin/python bench/reflector_bench.py --churn 30000 --seconds 10
 
 The simulated cluster runs in its own process (`python -m simcluster serve`), so it
 does not share this process's GIL; the reflector here watches pods with the
@@ -17,7 +17,7 @@ official client into a trivial sink (a counter). Two figures:
   bytes (one 4 KB pod event per chunk, like the API server), i.e. without the
   simulated cluster's cost.
 
-Not collected by pytest (the name does not start with test_).
+
 """
 
 import argparse
@@ -31,7 +31,7 @@ import time
 import urllib.request
 from urllib.parse import urlsplit
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402

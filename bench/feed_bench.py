@@ -1,0 +1,181 @@
+"""The live feed's figures: sync time, watch events applied per second, change-to-publish delay.
+
+    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000]
+
+The simulated cluster runs in its own process (`python -m simcluster serve`), the
+reflectors and the owner here, as in `manage.py watch` (one owner thread applying,
+reflector threads reading HTTP). The database writer and the channel layer are left
+out: they run beside the owner and do not hold it up (the writer is a thread with a
+bounded queue; publishing is one message per 100 ms), so the figures are the cache's.
+
+1. fresh start to a synced cache: list nodes and pods (paged, raw JSON), apply all;
+2. watch events applied per second over HTTP: a watch from resourceVersion 0 makes
+   the server send a synthetic ADDED for every pod, applied to an empty cache;
+3. change-to-publish delay: pods created through the API while the cluster churns;
+   each carries its send time in a label, read back when the owner's flush hands the
+   event to the publisher (p50 and p99).
+Binds per second through Celery: bench/bind_bench.py.
+"""
+import argparse
+import gc
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import django  # noqa: E402
+import os  # noqa: E402
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+django.setup()
+
+from kubernetes import client, config  # noqa: E402
+
+from schedcache import Cache  # noqa: E402
+from dashboard.feed.owner import CacheOwner  # noqa: E402
+from dashboard.feed.reflector import Reflector  # noqa: E402
+
+
+def line(label, value):
+    print(f"  {label:<60} {value}")
+
+
+def start_cluster(nodes, pods, tmp):
+    kubeconfig = Path(tmp) / "kubeconfig"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes), "--pods", str(pods),
+         "--zones", "5", "--bookmark-interval", "5", "--history", "200000",
+         "--kubeconfig", str(kubeconfig)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    url = process.stdout.readline().strip()
+    return process, url, kubeconfig
+
+
+def api(kubeconfig):
+    return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+
+
+class Recorder:
+    """Stands in for the channel layer: notes when each event was handed over."""
+
+    def __init__(self):
+        self.seen = []
+
+    def publish(self, events, status):
+        now = time.time()
+        self.seen.extend((now, e) for e in events)
+
+
+def drain_until(owner, done, timeout=600):
+    deadline = time.monotonic() + timeout
+    while not done():
+        if not owner.drain_feed(limit=20000):
+            time.sleep(0.001)
+        if time.monotonic() > deadline:
+            raise TimeoutError("the owner did not finish in time")
+
+
+def bench_sync(kubeconfig, pods):
+    owner = CacheOwner(Cache(ttl=30))
+    stop = threading.Event()
+    reflectors = [Reflector(api(kubeconfig), kind, owner.feed.put, stop=stop)
+                  for kind in ("nodes", "pods")]
+    start = time.perf_counter()
+    for r in reflectors:
+        r.start()
+    drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
+    seconds = time.perf_counter() - start
+    print(f"fresh start to a synced cache ({owner.cache.node_count()} nodes, "
+          f"{owner.cache.pod_count()} bound pods, {len(owner.pending)} pending)")
+    line("list + parse + apply, wall", f"{seconds:>10.1f} s")
+    return owner, stop, reflectors
+
+
+def bench_watch_rate(kubeconfig):
+    owner = CacheOwner(Cache(ttl=30))
+    reflector = Reflector(api(kubeconfig), "pods", owner.feed.put, watch_timeout=120)
+    reflector.resource_version = "0"          # synthetic ADDED for every pod
+    thread = threading.Thread(target=reflector.watch_once, daemon=True)
+    start = time.perf_counter()
+    thread.start()
+    total = [0]
+
+    def applied_all():
+        total[0] += owner.drain_feed(limit=20000)
+        return not thread.is_alive() or reflector.stats["bookmarks"] > 0
+    while not applied_all():
+        time.sleep(0.001)
+    seconds = time.perf_counter() - start
+    reflector.stop()
+    print("watch events applied to the cache, over HTTP")
+    line(f"{total[0]} synthetic ADDED events (watch from resourceVersion 0)",
+         f"{total[0] / seconds:>10,.0f} /s")
+
+
+def bench_publish_delay(kubeconfig, owner, count=300):
+    recorder = Recorder()
+    owner.publisher = recorder
+    v1 = api(kubeconfig)
+    node = owner.cache.node_names()[0]
+    stop = threading.Event()
+
+    def flusher():
+        while not stop.is_set():
+            owner.drain_feed()
+            owner.flush()
+            stop.wait(0.1)
+    thread = threading.Thread(target=flusher, daemon=True)
+    thread.start()
+    sent = {}
+    for i in range(count):
+        name = f"delay-{i}"
+        sent[name] = time.time()
+        v1.create_namespaced_pod("default", {
+            "metadata": {"name": name},
+            "spec": {"nodeName": node, "containers": [{"name": "c", "image": "pause"}]}})
+        time.sleep(0.01)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        names = {e["name"] for _, e in recorder.seen if e["kind"] == "pod_added"}
+        if all(n in names for n in sent):
+            break
+        time.sleep(0.05)
+    stop.set()
+    delays = sorted(at - sent[e["name"]] for at, e in recorder.seen
+                    if e["kind"] == "pod_added" and e["name"] in sent)
+    print(f"change in the cluster to its transition published ({len(delays)} pods created, "
+          f"flush every 100 ms)")
+    line("p50", f"{statistics.median(delays) * 1e3:>10.0f} ms")
+    line("p99", f"{delays[int(len(delays) * 0.99) - 1] * 1e3:>10.0f} ms")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150000)
+    args = parser.parse_args()
+    gc.freeze()
+    with tempfile.TemporaryDirectory() as tmp:
+        started = time.perf_counter()
+        process, url, kubeconfig = start_cluster(args.nodes, args.pods, tmp)
+        print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
+              f"{time.perf_counter() - started:.0f} s")
+        try:
+            owner, stop, reflectors = bench_sync(kubeconfig, args.pods)
+            bench_publish_delay(kubeconfig, owner)
+            stop.set()
+            del owner, reflectors
+            gc.collect()
+            bench_watch_rate(kubeconfig)
+        finally:
+            process.terminate()
+            process.wait()
+
+
+if __name__ == "__main__":
+    main()

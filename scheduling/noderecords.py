@@ -1,0 +1,105 @@
+"""What the filters read about each node, precomputed once per NodeInfo generation.
+
+A NodeInfo's `node` is decoded and its resources copied on every read, too slow
+to do for 5,000 nodes on every schedule call. A NodeRecord holds the parsed
+labels, the filtering taints (as an interned id: nodes share a few taint
+sets, so the taint verdict is computed once per set per pod), the
+unschedulable flag, the zone and the free resources. Every NodeInfo change
+takes a new cache-wide generation, so a record is rebuilt exactly when its
+NodeInfo's generation moves; a schedule call after one binding rebuilds one
+record.
+"""
+from bisect import bisect_left
+
+from schedcache.nodetree import zone_key
+
+from .taints import node_filter_taints
+
+_taint_ids = {(): 0}   # taint tuple -> small int; 0 is "no filtering taints"
+
+
+def taint_set_id(taints: tuple) -> int:
+    found = _taint_ids.get(taints)
+    if found is None:
+        found = _taint_ids[taints] = len(_taint_ids)
+    return found
+
+
+def _priority(pod_info):
+    return pod_info.priority
+
+
+class NodeRecord:
+    __slots__ = ("name", "index", "generation", "info", "labels", "taints", "taint_id",
+                 "unschedulable", "zone", "free_cpu", "free_memory", "free_ephemeral",
+                 "free_pods", "free_scalars",
+                 "_priorities", "_by_priority")
+
+    def __init__(self, info, index):
+        node = info.node or {}
+        metadata = node.get("metadata") or {}
+        requested, allocatable = info.requested, info.allocatable
+        self.name = info.name
+        self.index = index
+        self.generation = info.generation
+        self.info = info
+        self.labels = metadata.get("labels") or {}
+        self.taints = node_filter_taints(node)
+        self.taint_id = taint_set_id(self.taints)
+        self.unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+        self.zone = zone_key(node)
+        self.free_cpu = allocatable.milli_cpu - requested.milli_cpu
+        self.free_memory = allocatable.memory - requested.memory
+        self.free_ephemeral = allocatable.ephemeral_storage - requested.ephemeral_storage
+        self.free_pods = allocatable.allowed_pod_number - len(info.pod_keys)
+        scalars = dict(allocatable.scalar_resources)
+        for name, amount in requested.scalar_resources.items():
+            scalars[name] = scalars.get(name, 0) - amount
+        self.free_scalars = scalars
+        self._priorities = self._by_priority = None
+
+    def pods_below(self, priority) -> list:
+        """The node's pods of strictly lower priority, lowest first (sorted once per generation)."""
+        if self._by_priority is None:
+            pods = sorted(self.info.pods, key=_priority)
+            self._by_priority = pods
+            self._priorities = [p.priority for p in pods]
+        return self._by_priority[:bisect_left(self._priorities, priority)]
+
+    def __repr__(self):
+        return f"NodeRecord({self.name!r}, index={self.index}, generation={self.generation})"
+
+
+class NodeRecords:
+    """name -> NodeRecord for every node of a Snapshot, kept in step with it."""
+
+    def __init__(self):
+        self.by_name = {}
+        self.ordered = []          # records in snapshot.node_info_list (NodeTree) order
+        self._list = None          # the snapshot list the indexes were taken from
+        self._generation = None
+
+    def refresh(self, snapshot):
+        infos = snapshot.node_info_list
+        if infos is self._list and snapshot.generation == self._generation:
+            return
+        old = self.by_name
+        if infos is not self._list:
+            by_name, ordered = {}, []
+            for index, info in enumerate(infos):
+                record = old.get(info.name)
+                if record is None or record.generation != info.generation or record.info is not info:
+                    record = NodeRecord(info, index)
+                else:
+                    record.index = index
+                by_name[record.name] = record
+                ordered.append(record)
+            self.by_name, self.ordered, self._list = by_name, ordered, infos
+        else:
+            ordered = self.ordered
+            for index, info in enumerate(infos):
+                if ordered[index].generation != info.generation:
+                    record = NodeRecord(info, index)
+                    ordered[index] = record
+                    old[record.name] = record
+        self._generation = snapshot.generation

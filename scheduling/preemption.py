@@ -1,0 +1,106 @@
+"""Priority preemption: make room for a pod that fits nowhere by evicting the fewest
+lower-priority pods.
+
+On each candidate node (one refused only for resources or host ports, the
+refusals eviction can cure) the pods of strictly lower priority are removed,
+lowest priority first, until the pod fits; then the removed pods are put back,
+highest priority first, as long as the pod still fits (the reprieve). What
+stays removed are the node's victims. A pod of equal or higher priority is
+never a victim.
+
+The node chosen has the fewest victims, then the lowest highest-victim
+priority, then comes first in NodeTree order. (Upstream compares the highest
+victim priority before the count; the issue asks for the fewest victims
+first.) A pod whose preemptionPolicy is Never preempts nothing. Pod
+disruption budgets, graceful termination and nominated pods are not modelled.
+"""
+from . import predicates
+
+
+class _Room:
+    """A node's free resources and host ports while victims are taken off and put back."""
+
+    __slots__ = ("pod", "free_pods", "free_cpu", "free_memory", "free_ephemeral",
+                 "free_scalars", "ports")
+
+    def __init__(self, pod, record):
+        self.pod = pod
+        self.free_pods = record.free_pods
+        self.free_cpu = record.free_cpu
+        self.free_memory = record.free_memory
+        self.free_ephemeral = record.free_ephemeral
+        self.free_scalars = dict(record.free_scalars)
+        self.ports = record.info.used_ports if pod.host_ports else None
+
+    def _shift(self, victim, sign):
+        requested = victim.requested
+        self.free_pods += sign
+        self.free_cpu += sign * requested.milli_cpu
+        self.free_memory += sign * requested.memory
+        self.free_ephemeral += sign * requested.ephemeral_storage
+        for name, amount in requested.scalar_resources.items():
+            self.free_scalars[name] = self.free_scalars.get(name, 0) + sign * amount
+        if self.ports is not None:
+            change = self.ports.remove if sign > 0 else self.ports.add
+            for ip, protocol, port in victim.host_ports:
+                change(ip, protocol, port)
+
+    def take_off(self, victim):
+        self._shift(victim, 1)
+
+    def put_back(self, victim):
+        self._shift(victim, -1)
+
+    def fits(self) -> bool:
+        if predicates.fit_reasons(self.pod, self.free_pods, self.free_cpu, self.free_memory,
+                                  self.free_ephemeral, self.free_scalars):
+            return False
+        if self.ports is not None:
+            check = self.ports.check_conflict
+            return not any(check(ip, protocol, port) for ip, protocol, port in self.pod.host_ports)
+        return True
+
+
+def _priority(pod_info):
+    return pod_info.priority
+
+
+def select_victims(pod, record):
+    """The victims that make `pod` fit on the node of `record`, or None when none can."""
+    lower = record.pods_below(pod.priority)
+    if not lower:
+        return None
+    room = _Room(pod, record)
+    removed = []
+    for candidate in lower:
+        room.take_off(candidate)
+        removed.append(candidate)
+        if room.fits():
+            break
+    else:
+        return None
+    victims = []
+    for candidate in sorted(removed, key=_priority, reverse=True):
+        room.put_back(candidate)
+        if not room.fits():
+            room.take_off(candidate)
+            victims.append(candidate)
+    return tuple(victims)
+
+
+def choose(pod, candidates):
+    """(record, victims) of the best candidate node, or None.
+
+    `candidates` are NodeRecords refused only for resources or ports.
+    """
+    if not pod.may_preempt:
+        return None
+    best, best_key = None, None
+    for record in candidates:
+        victims = select_victims(pod, record)
+        if victims is None:
+            continue
+        key = (len(victims), max((v.priority for v in victims), default=-(2 ** 63)), record.index)
+        if best_key is None or key < best_key:
+            best, best_key = (record, victims), key
+    return best
