@@ -75,8 +75,18 @@ def compile_term(term) -> Matcher:
     if not expressions and not fields:
         return _never
 
+    if len(expressions) == 1 and not fields:
+        only = expressions[0]
+        return lambda labels, name: only(labels)
+
     def match(labels, name):
-        return all(e(labels) for e in expressions) and all(f(name) for f in fields)
+        for expression in expressions:
+            if not expression(labels):
+                return False
+        for requirement in fields:
+            if not requirement(name):
+                return False
+        return True
     return match
 
 
@@ -96,6 +106,8 @@ def compile_pod(spec) -> Optional[Matcher]:
     if not selector and terms is None:
         return None
     compiled = [compile_term(t) for t in terms] if terms is not None else None
+    if not selector and len(compiled) == 1:
+        return compiled[0]
     selector_items = tuple(selector.items())
 
     def match(labels, name):
@@ -104,7 +116,10 @@ def compile_pod(spec) -> Optional[Matcher]:
                 return False
         if compiled is None:
             return True
-        return any(term(labels, name) for term in compiled)
+        for term in compiled:
+            if term(labels, name):
+                return True
+        return False
     return match
 
 

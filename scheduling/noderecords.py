@@ -58,13 +58,35 @@ class NodeRecord:
         self.free_scalars = scalars
         self._priorities = self._by_priority = None
 
+    def _sort_by_priority(self):
+        pods = sorted(self.info.pods, key=_priority)
+        cpu, memory, ephemeral = [0], [0], [0]
+        for pod in pods:
+            requested = pod.requested
+            cpu.append(cpu[-1] + requested.milli_cpu)
+            memory.append(memory[-1] + requested.memory)
+            ephemeral.append(ephemeral[-1] + requested.ephemeral_storage)
+        self._by_priority = (pods, cpu, memory, ephemeral)
+        self._priorities = [p.priority for p in pods]
+
     def pods_below(self, priority) -> list:
         """The node's pods of strictly lower priority, lowest first (sorted once per generation)."""
         if self._by_priority is None:
-            pods = sorted(self.info.pods, key=_priority)
-            self._by_priority = pods
-            self._priorities = [p.priority for p in pods]
-        return self._by_priority[:bisect_left(self._priorities, priority)]
+            self._sort_by_priority()
+        return self._by_priority[0][:bisect_left(self._priorities, priority)]
+
+    def count_below(self, priority) -> int:
+        """How many of the node's pods have strictly lower priority."""
+        if self._by_priority is None:
+            self._sort_by_priority()
+        return bisect_left(self._priorities, priority)
+
+    def removal_sums(self):
+        """(pods lowest priority first, then running sums of their cpu, memory and ephemeral
+        storage requests: entry i is the sum over the first i pods)."""
+        if self._by_priority is None:
+            self._sort_by_priority()
+        return self._by_priority
 
     def __repr__(self):
         return f"NodeRecord({self.name!r}, index={self.index}, generation={self.generation})"

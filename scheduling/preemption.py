@@ -14,6 +14,8 @@ victim priority before the count; the issue asks for the fewest victims
 first.) A pod whose preemptionPolicy is Never preempts nothing. Pod
 disruption budgets, graceful termination and nominated pods are not modelled.
 """
+from bisect import bisect_left
+
 from . import predicates
 
 
@@ -65,20 +67,39 @@ def _priority(pod_info):
     return pod_info.priority
 
 
+def _needed(prefix, amount, free):
+    """How many of the lowest-priority pods must go for `amount` to fit in `free`."""
+    if not amount or amount <= free:
+        return 0
+    return bisect_left(prefix, amount - free)
+
+
 def select_victims(pod, record):
     """The victims that make `pod` fit on the node of `record`, or None when none can."""
-    lower = record.pods_below(pod.priority)
-    if not lower:
+    count = record.count_below(pod.priority)
+    if not count:
+        return None
+    pods, cpu, memory, ephemeral = record.removal_sums()
+    # The running sums give at once how many pods, lowest priority first, must go for
+    # pods/cpu/memory/ephemeral storage; extended resources and ports continue one by one.
+    first = max(1 - record.free_pods if record.free_pods < 1 else 0,
+                _needed(cpu, pod.milli_cpu, record.free_cpu),
+                _needed(memory, pod.memory, record.free_memory),
+                _needed(ephemeral, pod.ephemeral_storage, record.free_ephemeral))
+    if first > count:
         return None
     room = _Room(pod, record)
-    removed = []
-    for candidate in lower:
+    removed = list(pods[:first])
+    for candidate in removed:
         room.take_off(candidate)
-        removed.append(candidate)
-        if room.fits():
-            break
-    else:
-        return None
+    if not room.fits():
+        for candidate in pods[first:count]:
+            room.take_off(candidate)
+            removed.append(candidate)
+            if room.fits():
+                break
+        else:
+            return None
     victims = []
     for candidate in sorted(removed, key=_priority, reverse=True):
         room.put_back(candidate)

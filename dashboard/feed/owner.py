@@ -247,14 +247,20 @@ class CacheOwner:
         info = self.cache.node_info(name)
         return info is not None and info.has_node
 
+    @staticmethod
+    def _apply_listed(items, key_of, apply) -> set:
+        """Apply each listed object as a change; returns the keys the list holds."""
+        listed = set()
+        for obj in items:
+            key = key_of(obj)
+            if key:
+                listed.add(key)
+            apply("MODIFIED", obj)
+        return listed
+
     def _reconcile_pods(self, items):
         """Bring the cache to a fresh list: apply every item, remove what the list lacks."""
-        listed = set()
-        for pod in items:
-            uid = _uid(pod)
-            if uid:
-                listed.add(uid)
-                self._apply_pod("MODIFIED", pod)
+        listed = self._apply_listed(items, _uid, self._apply_pod)
         for uid in [u for u in self.cache.pod_keys() if u not in listed]:
             self._dirty_pods.add(uid)
             self.cache.remove_pod(_ref(uid))
@@ -265,12 +271,7 @@ class CacheOwner:
             self._dirty_pods.add(uid)
 
     def _reconcile_nodes(self, items):
-        listed = set()
-        for node in items:
-            name = _name(node)
-            if name:
-                listed.add(name)
-                self._apply_node("MODIFIED", node)
+        listed = self._apply_listed(items, _name, self._apply_node)
         for name in [n for n in self.cache.node_names() if n not in listed]:
             self.cache.remove_node({"metadata": {"name": name}})
 

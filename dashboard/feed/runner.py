@@ -5,6 +5,7 @@ their own and only hand items to the owner's queue; the writer thread only
 writes rows. The loop renews the leader lease every second and stops (so a
 standby takes over) the moment the lease is lost.
 """
+import gc
 import logging
 import threading
 import time
@@ -31,6 +32,19 @@ RENEW_PERIOD = 1.0
 
 class LeadershipLost(RuntimeError):
     pass
+
+
+def tune_gc():
+    """The cache holds hundreds of thousands of long-lived objects: collect the young
+    generation less often than Python's default."""
+    gc.set_threshold(50_000, 20, 100)
+
+
+def settle_heap():
+    """Once synced, move the settled heap out of the collector's way: a full collection
+    over every cached pod would stall the owner for seconds."""
+    gc.collect()
+    gc.freeze()
 
 
 def last_seq(redis) -> int:
@@ -79,6 +93,7 @@ def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time) -> bool:
 
 def run(stop: threading.Event, redis, lock=None, clock=time.time):
     """Own the cache until `stop` is set or the lease is lost."""
+    tune_gc()
     writer = ProjectionWriter().start()
     owner = build_owner(redis, writer, clock)
     reflectors = [Reflector(kube.core_api(), kind, owner.feed.put, stop=stop)
@@ -91,9 +106,15 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
         thread.start()
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
+    frozen = False
     try:
         while not stop.is_set():
             step(owner, deadlines, lock, clock)
+            if not frozen and all(owner.synced.values()) and owner.feed.empty():
+                settle_heap()
+                frozen = True
+                log.info("synced: %d nodes, %d pods", owner.cache.node_count(),
+                         owner.cache.pod_count())
     finally:
         stop.set()
         owner.flush()

@@ -43,6 +43,16 @@ def kinds(uid):
     return list(Transition.objects.filter(key=uid).values_list("kind", flat=True))
 
 
+def owned_pending_pod(stack, name):
+    """Start an owner, wait for its sync, create an unbound pod and wait for it to be seen."""
+    stack.owner("owner-a")
+    synced_owner()
+    api = core(stack)
+    uid = new_pod(api, name)
+    wait_for(lambda: state_of(uid) == "Pending", 30, "the pending pod")
+    return api, uid
+
+
 def schedule(name, node):
     from dashboard.actions import schedule_pod
     return schedule_pod("default", name, node, actor="test")
@@ -61,11 +71,7 @@ def test_pods_created_in_the_cluster_reach_the_cache(stack):
 
 
 def test_a_bind_that_succeeds_is_confirmed_by_the_watch(stack):
-    stack.owner("owner-a")
-    synced_owner()
-    api = core(stack)
-    uid = new_pod(api, "to-bind")
-    wait_for(lambda: state_of(uid) == "Pending", 30, "the pending pod")
+    api, uid = owned_pending_pod(stack, "to-bind")
     result = schedule("to-bind", a_node(api))
     assert result["uid"] == uid
     wait_for(lambda: state_of(uid) == "Added", 60, "the confirmation")
@@ -77,12 +83,8 @@ def test_a_bind_that_succeeds_is_confirmed_by_the_watch(stack):
 
 
 def test_a_bind_that_keeps_failing_is_forgotten(stack):
-    stack.owner("owner-a")
-    synced_owner()
+    api, uid = owned_pending_pod(stack, "unlucky")
     stack.control("faults", {"bind_failure_rate": 1.0, "bind_failure_code": 500})
-    api = core(stack)
-    uid = new_pod(api, "unlucky")
-    wait_for(lambda: state_of(uid) == "Pending", 30, "the pending pod")
     schedule("unlucky", a_node(api))
     wait_for(lambda: "pod_forgotten" in kinds(uid), 60, "the pod to be forgotten")
     assert state_of(uid) == "Pending"
@@ -90,11 +92,7 @@ def test_a_bind_that_keeps_failing_is_forgotten(stack):
 
 
 def test_a_lost_confirmation_expires_and_the_comparer_heals_the_miss(stack):
-    stack.owner("owner-a")
-    synced_owner()
-    api = core(stack)
-    uid = new_pod(api, "unconfirmed")
-    wait_for(lambda: state_of(uid) == "Pending", 30, "the pending pod")
+    api, uid = owned_pending_pod(stack, "unconfirmed")
     # No later kubelet update may deliver the pod again: only the comparer can heal the miss.
     stack.control("kubelet", {"start_pods": False})
     stack.control("faults", {"lose_event_rate": 1.0})

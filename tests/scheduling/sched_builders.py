@@ -1,11 +1,9 @@
 """Builders shared by the scheduling tests."""
-import pytest
 
 from schedcache import Cache
-from scheduling import DefaultAlgorithm
 from scheduling.noderecords import NodeRecord
 from scheduling.podview import PodView
-from simcluster.generate import make_node, make_pod
+from simcluster.generate import make_pod
 
 _counter = iter(range(10 ** 9))
 
