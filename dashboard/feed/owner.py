@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 STATUS_KEY = "schedview:owner:status"   # the owner's counters, for the pages (JSON)
 STATUS_TTL = 10                          # seconds: no status means no live owner
 SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
+ROWS_PER_FLUSH = 3000                    # read-model rows built per flush (100 ms)
 _TERMINATED = ("Succeeded", "Failed")
 _OUTCOMES = {"pod_expired": "Expired", "pod_forgotten": "Forgotten"}
 _COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "system": "owner"}
@@ -493,7 +494,8 @@ class CacheOwner:
                 batch.transitions.append(row)
             published.append(dict(row, at=at))
         self._rows(batch)
-        if not self._pruned and all(self.synced.values()):
+        if (not self._pruned and all(self.synced.values())
+                and not self._dirty_pods and not self._dirty_nodes):
             batch.prune_epoch, self._pruned = self.epoch, True
         if self.writer is not None:
             self.writer.submit(batch)
@@ -515,12 +517,15 @@ class CacheOwner:
             self._dirty_nodes.update(self.cache.node_names())
             self._tree_index = {name: i for i, name in enumerate(tree.list())}
         now = _iso(self.clock())
-        for name in self._dirty_nodes:
+        # At most ROWS_PER_FLUSH rows a flush: after a sync of 150,000 pods the backlog is
+        # written over a few seconds of flushes instead of stalling the owner for seconds.
+        for _ in range(min(len(self._dirty_nodes), ROWS_PER_FLUSH)):
+            name = self._dirty_nodes.pop()
             if name:
                 batch.nodes[name] = self._node_row(name, now)
-        for uid in self._dirty_pods:
+        for _ in range(min(len(self._dirty_pods), ROWS_PER_FLUSH)):
+            uid = self._dirty_pods.pop()
             batch.pods[uid] = self._pod_row(uid, now)
-        self._dirty_nodes, self._dirty_pods = set(), set()
 
     def _node_row(self, name, now):
         info = self.cache.node_info(name)

@@ -235,3 +235,17 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
     # The same cache against lists taken after those changes would show real drift.
     feed(owner, CompareRequest(nodes("n1"), [listed_a], "50"))
     assert not owner.latest_report.clean
+
+
+def test_a_large_backlog_of_rows_is_written_over_several_flushes(owner, writer, monkeypatch):
+    import dashboard.feed.owner as owner_module
+    monkeypatch.setattr(owner_module, "ROWS_PER_FLUSH", 2)
+    PodRecord.objects.create(uid="left-over", namespace="x", name="y", state="Added",
+                             owner_epoch=1)
+    synced(owner, nodes("n1"), [pod(f"p{i}", "n1") for i in range(5)])
+    flushed(owner, writer)
+    assert PodRecord.objects.count() == 2 + 1        # two rows, and nothing pruned yet
+    flushed(owner, writer)
+    flushed(owner, writer)
+    assert PodRecord.objects.count() == 5            # all rows written, then the prune
+    assert not PodRecord.objects.filter(uid="left-over").exists()
