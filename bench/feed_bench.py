@@ -119,7 +119,7 @@ def bench_watch_rate(kubeconfig):
          f"{total[0] / seconds:>10,.0f} /s")
 
 
-def bench_publish_delay(kubeconfig, owner, count=300):
+def bench_publish_delay(kubeconfig, owner, label, count=200):
     recorder = Recorder()
     owner.publisher = recorder
     v1 = api(kubeconfig)
@@ -135,7 +135,7 @@ def bench_publish_delay(kubeconfig, owner, count=300):
     thread.start()
     sent = {}
     for i in range(count):
-        name = f"delay-{i}"
+        name = f"delay-{label}-{i}"
         sent[name] = time.time()
         v1.create_namespaced_pod("default", {
             "metadata": {"name": name},
@@ -150,8 +150,8 @@ def bench_publish_delay(kubeconfig, owner, count=300):
     stop.set()
     delays = sorted(at - sent[e["name"]] for at, e in recorder.seen
                     if e["kind"] == "pod_added" and e["name"] in sent)
-    print(f"change in the cluster to its transition published ({len(delays)} pods created, "
-          f"flush every 100 ms)")
+    print(f"change in the cluster to its transition published, {label} ({len(delays)} pods "
+          f"created, flush every 100 ms)")
     line("p50", f"{statistics.median(delays) * 1e3:>10.0f} ms")
     line("p99", f"{delays[int(len(delays) * 0.99) - 1] * 1e3:>10.0f} ms")
 
@@ -169,7 +169,9 @@ def main():
               f"{time.perf_counter() - started:.0f} s")
         try:
             owner, stop, reflectors = bench_sync(kubeconfig, args.pods)
-            bench_publish_delay(kubeconfig, owner)
+            bench_publish_delay(kubeconfig, owner, "right after the sync (read-model backlog "
+                                "being written)")
+            bench_publish_delay(kubeconfig, owner, "steady state")
             stop.set()
             del owner, reflectors
             gc.unfreeze()   # release the first owner's heap before the next phase
