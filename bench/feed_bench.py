@@ -119,7 +119,7 @@ def bench_watch_rate(kubeconfig):
          f"{total[0] / seconds:>10,.0f} /s")
 
 
-def bench_publish_delay(kubeconfig, owner, label, count=200):
+def bench_publish_delay(kubeconfig, owner, tag, label, count=200):
     recorder = Recorder()
     owner.publisher = recorder
     v1 = api(kubeconfig)
@@ -135,7 +135,7 @@ def bench_publish_delay(kubeconfig, owner, label, count=200):
     thread.start()
     sent = {}
     for i in range(count):
-        name = f"delay-{label}-{i}"
+        name = f"delay-{tag}-{i}"
         sent[name] = time.time()
         v1.create_namespaced_pod("default", {
             "metadata": {"name": name},
@@ -169,9 +169,9 @@ def main():
               f"{time.perf_counter() - started:.0f} s")
         try:
             owner, stop, reflectors = bench_sync(kubeconfig, args.pods)
-            bench_publish_delay(kubeconfig, owner, "right after the sync (read-model backlog "
-                                "being written)")
-            bench_publish_delay(kubeconfig, owner, "steady state")
+            bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
+                                "backlog being written)")
+            bench_publish_delay(kubeconfig, owner, "steady", "steady state")
             stop.set()
             del owner, reflectors
             gc.unfreeze()   # release the first owner's heap before the next phase

@@ -1,0 +1,475 @@
+"""The scheduler extender's core: kube-scheduler's filter, bind and preempt, in the cache owner.
+
+Takes and returns the extender API's JSON (k8s.io/kube-scheduler/extender/v1
+types.go). Those Go types carry no json tags, so kube-scheduler sends and
+reads the Go field names as they are: "Pod", "Nodes", "NodeNames",
+"FailedNodes", "FailedAndUnresolvableNodes", "Error", "PodName",
+"PodNamespace", "PodUID", "Node", "NodeNameToVictims",
+"NodeNameToMetaVictims", "Pods", "UID", "NumPDBViolations". The pod and the
+NodeList inside are ordinary Kubernetes JSON ("metadata", "items"). Go's
+decoder matches keys case-insensitively, so this reads them the same way.
+
+Errors, as in HiveD's seed: a malformed request (or a pod this extender never
+tracked, for bind/preempt) raises ExtenderUserError; the HTTP layer answers
+400 with its message. A platform failure (the algorithm or the cache
+raising) is logged and answered inside the result's "Error", which is what
+kube-scheduler reads. A refused request changes nothing: everything is
+validated before the cache or the statuses are touched.
+
+filter, per the pod's status:
+
+- Unknown / Waiting / Preempting: ask the algorithm over the candidate nodes.
+  bind -> Binding; the pod is assumed in the cache on the node; the result
+  lists only that node (the other candidates are FailedAndUnresolvable:
+  preemption cannot change a decided placement).
+  preempt -> Preempting; every candidate fails, the victims' nodes in
+  FailedNodes (resolvable: kube-scheduler then runs its preemption and calls
+  `preempt`, which answers our victims), the others FailedAndUnresolvable.
+  A feasible node in the result would make kube-scheduler bind there at once,
+  without preempting anything, so the victims' nodes are never listed as
+  feasible.
+  wait -> Waiting; every candidate in FailedNodes with its reason (what
+  `kubectl describe pod` shows).
+- Binding: one more bind attempt (PodBindAttempts). The decided node is
+  listed again. At `force_bind_after` attempts, or at once when kube-scheduler
+  no longer suggests the node (it will never bind it there), the extender
+  binds the pod itself through `schedule_bind`. When the node has left the
+  cache the placement is void: the assumption is forgotten, the status dropped
+  (-> Unknown) and the pod scheduled afresh.
+- Bound: the node is listed again (the watch has not told kube-scheduler yet).
+
+The owner calls `on_cache_event` for every cache event (or `confirmed`,
+`released` itself): a confirmed pod becomes Bound; a forgotten, expired or
+removed pod's status is dropped, so its next filter schedules it again.
+
+One thread: the owner's. The statuses and the algorithm have their own locks,
+but the cache calls `on_cache_event` under its lock, so call the extender
+from the thread that applies the cache's changes.
+"""
+import logging
+from typing import Callable, Optional
+
+from schedcache.errors import CacheError
+
+from .statuses import (BINDING, BOUND, PREEMPTING, UNKNOWN, PodScheduleStatuses,
+                       TransitionError, Victim)
+
+log = logging.getLogger(__name__)
+
+FORCE_BIND_AFTER = 3
+
+NO_REASON = "the scheduler algorithm found no room for the pod on this node"
+
+
+class ExtenderUserError(ValueError):
+    """The request is malformed or names a pod the extender cannot act on: HTTP 400."""
+
+    status = 400
+
+
+# --- reading kube-scheduler's JSON -----------------------------------------------------------
+_MISSING = object()
+
+
+def _field(obj: dict, name: str, default=None):
+    """obj[name], matched like Go's encoding/json: exact key first, then case-insensitive."""
+    value = obj.get(name, _MISSING)
+    if value is not _MISSING:
+        return value
+    lowered = name.lower()
+    for key, value in obj.items():
+        if isinstance(key, str) and key.lower() == lowered:
+            return value
+    return default
+
+
+def _object(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise ExtenderUserError(f"{what} must be a JSON object, got {_kind(value)}")
+    return value
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "a number" if isinstance(value, (int, float)) else type(value).__name__)
+
+
+def _pod_identity(args, verb: str):
+    """(pod, uid, namespace, name) of an ExtenderArgs / ExtenderPreemptionArgs."""
+    _object(args, f"the {verb} request body")
+    pod = _field(args, "Pod")
+    if pod is None:
+        raise ExtenderUserError(f"the {verb} request has no Pod")
+    _object(pod, "Pod")
+    metadata = _object(pod.get("metadata"), "Pod.metadata") if "metadata" in pod else None
+    if metadata is None:
+        raise ExtenderUserError("Pod has no metadata")
+    uid = metadata.get("uid")
+    if not isinstance(uid, str) or not uid:
+        raise ExtenderUserError("Pod.metadata.uid is missing or empty: the extender tracks "
+                                "pods by uid")
+    name, namespace = metadata.get("name"), metadata.get("namespace", "")
+    if not isinstance(name, str) or not name:
+        raise ExtenderUserError(f"pod {uid}: Pod.metadata.name is missing or empty")
+    if not isinstance(namespace, str):
+        raise ExtenderUserError(f"pod {uid}: Pod.metadata.namespace is not a string")
+    spec = pod.get("spec", {})
+    if not isinstance(spec, dict):
+        raise ExtenderUserError(f"pod {namespace}/{name}: Pod.spec must be an object")
+    return pod, uid, namespace or "", name
+
+
+class Candidates:
+    """The candidate nodes of a filter call, in the form kube-scheduler sent them."""
+
+    __slots__ = ("names", "name_set", "node_list", "by_name")
+
+    def __init__(self, names, node_list=None, by_name=None):
+        self.names = names            # list of node names, in kube-scheduler's order
+        self.name_set = frozenset(names)
+        self.node_list = node_list    # the NodeList sent (nodeCacheCapable false), or None
+        self.by_name = by_name        # name -> Node object (nodeCacheCapable false)
+
+    @property
+    def cache_capable(self) -> bool:
+        return self.node_list is None
+
+    def listed(self, names) -> tuple:
+        """(Nodes, NodeNames) of a result that lists `names`, in the input's form."""
+        names = list(names)
+        if self.cache_capable:
+            return None, names
+        envelope = {k: v for k, v in self.node_list.items() if k != "items"}
+        envelope["items"] = [self.by_name[n] for n in names]
+        return envelope, None
+
+
+def _candidates(args) -> Candidates:
+    names = _field(args, "NodeNames")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) and n for n in names):
+            raise ExtenderUserError("NodeNames must be an array of node names")
+        return Candidates(list(dict.fromkeys(names)))
+    node_list = _field(args, "Nodes")
+    if node_list is None:
+        raise ExtenderUserError("the filter request has neither NodeNames (nodeCacheCapable) "
+                                "nor Nodes")
+    _object(node_list, "Nodes")
+    items = node_list.get("items")
+    if items is None:
+        items = []
+    if not isinstance(items, list):
+        raise ExtenderUserError("Nodes.items must be an array of Node objects")
+    by_name = {}
+    for index, node in enumerate(items):
+        name = ((node.get("metadata") or {}).get("name")) if isinstance(node, dict) else None
+        if not isinstance(name, str) or not name:
+            raise ExtenderUserError(f"Nodes.items[{index}] has no metadata.name")
+        by_name.setdefault(name, node)
+    return Candidates(list(by_name), node_list, by_name)
+
+
+def filter_result(candidates: Optional[Candidates], names=(), failed=None, unresolvable=None,
+                  error="") -> dict:
+    """An ExtenderFilterResult, keyed as kube-scheduler decodes it."""
+    if error or candidates is None:
+        nodes, node_names = None, None
+    else:
+        nodes, node_names = candidates.listed(names)
+    return {"Nodes": nodes, "NodeNames": node_names, "FailedNodes": dict(failed or {}),
+            "FailedAndUnresolvableNodes": dict(unresolvable or {}), "Error": error}
+
+
+def binding_result(error="") -> dict:
+    return {"Error": error}
+
+
+def preemption_result(victims_by_node) -> dict:
+    return {"NodeNameToMetaVictims": {
+        node: {"Pods": [{"UID": v.uid} for v in victims], "NumPDBViolations": 0}
+        for node, victims in victims_by_node.items()}}
+
+
+def _placed(pod, node) -> dict:
+    return dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node))
+
+
+def _ref(uid, node=""):
+    return {"metadata": {"uid": uid}, "spec": {"nodeName": node}}
+
+
+class Extender:
+    """filter / bind / preempt over one cache, one algorithm and the statuses.
+
+    schedule_bind(uid, namespace, name, node): queue the pod's Binding (the
+    owner passes the Celery batched bind path); it must not block.
+    """
+
+    def __init__(self, cache, algorithm, statuses: PodScheduleStatuses,
+                 schedule_bind: Callable[[str, str, str, str], object], *,
+                 force_bind_after: int = FORCE_BIND_AFTER):
+        if force_bind_after < 1:
+            raise ValueError("force_bind_after must be at least 1")
+        self.cache = cache
+        self.algorithm = algorithm
+        self.statuses = statuses
+        self.schedule_bind = schedule_bind
+        self.force_bind_after = force_bind_after
+        self._released = []   # placed pods to hand to algorithm.delete_allocated_pod
+        self.stats = {"filter": 0, "bind": 0, "preempt": 0, "forced_binds": 0,
+                      "platform_errors": 0}
+
+    # --- filter -----------------------------------------------------------------------------
+    def filter(self, args: dict) -> dict:
+        """ExtenderArgs -> ExtenderFilterResult. Raises ExtenderUserError for a bad request."""
+        pod, uid, namespace, name = _pod_identity(args, "filter")
+        candidates = _candidates(args)
+        self.stats["filter"] += 1
+        self._flush_released()
+        try:
+            return self._filter(pod, uid, namespace, name, candidates)
+        except Exception as exc:   # a platform error: kube-scheduler reads it in Error
+            self.stats["platform_errors"] += 1
+            log.exception("extender filter of pod %s/%s (%s) failed", namespace, name, uid)
+            return filter_result(None, error=f"schedview extender: filter of pod "
+                                             f"{namespace}/{name} failed: "
+                                             f"{type(exc).__name__}: {exc}")
+
+    def _filter(self, pod, uid, namespace, name, candidates):
+        status = self.statuses.get(uid)
+        if status is not None and status.state == BOUND:
+            return self._placed_result(candidates, status.node, "bound")
+        if status is not None and status.state == BINDING:
+            if self._node_exists(status.node):
+                return self._filter_binding(status, candidates)
+            log.warning("pod %s/%s (%s) was placed on node %s, which left the cache: "
+                        "scheduling it again", namespace, name, uid, status.node)
+            self._void_placement(status)
+        result = self.algorithm.schedule(pod, candidates.names)
+        kind = result.kind
+        if kind == "bind":
+            return self._filter_bind(pod, uid, namespace, name, result.bind_info.node,
+                                     candidates)
+        if kind == "preempt":
+            return self._filter_preempt(uid, namespace, name, result.preempt_info, candidates)
+        reasons = dict(result.wait_info.failed_node_reasons) if result.wait_info else {}
+        failed = {n: reasons.get(n) or NO_REASON for n in candidates.names}
+        self._enter(uid, namespace, name)
+        self.statuses.wait(uid, namespace, name, failed)
+        return filter_result(candidates, (), failed)
+
+    def _enter(self, uid, namespace, name):
+        """Unknown -> Waiting: a pod enters the statuses Waiting, as the seed's informer does."""
+        if self.statuses.state(uid) == UNKNOWN:
+            self.statuses.wait(uid, namespace, name, {})
+
+    def _filter_bind(self, pod, uid, namespace, name, node, candidates):
+        if self.statuses.state(uid) != UNKNOWN:
+            self.statuses.check(uid, BINDING)   # before the cache is touched
+        placed = _placed(pod, node)
+        self.cache.assume_pod(placed)           # CacheError -> platform error, nothing changed
+        self.algorithm.add_allocated_pod(placed)
+        self._enter(uid, namespace, name)
+        status = self.statuses.binding(uid, namespace, name, node=node, pod=placed)
+        if node not in candidates.name_set:
+            # kube-scheduler cannot bind where it did not suggest: bind it ourselves.
+            self._send_bind(status, "the algorithm placed it on a node kube-scheduler did "
+                                    "not suggest")
+        return self._placed_result(candidates, node, "placed")
+
+    def _filter_binding(self, status, candidates):
+        attempts = self.statuses.count_bind_attempt(status.uid)
+        suggested = status.node in candidates.name_set
+        if not status.bind_requested:
+            if not suggested:
+                self._send_bind(status, f"kube-scheduler no longer suggests node {status.node}")
+            elif attempts >= self.force_bind_after:
+                self._send_bind(status, f"{attempts} filter calls without a bind")
+        return self._placed_result(candidates, status.node, "placed")
+
+    def _placed_result(self, candidates, node, how):
+        listed = [node] if node in candidates.name_set else []
+        reason = (f"the pod is {how} on node {node}" if listed else
+                  f"the pod is {how} on node {node}, which is not a candidate; "
+                  f"the extender binds it there itself")
+        unresolvable = {n: reason for n in candidates.names if n != node}
+        return filter_result(candidates, listed, {}, unresolvable)
+
+    def _filter_preempt(self, uid, namespace, name, info, candidates):
+        victims = {}
+        for node, pods in info.victims.items():
+            victims[node] = tuple(Victim(p.key, p.namespace, p.name, p.priority) for p in pods)
+        self._enter(uid, namespace, name)
+        self.statuses.preempt(uid, namespace, name, node=info.node, victims=victims)
+        failed, unresolvable = {}, {}
+        for node in candidates.names:
+            if node in victims:
+                count = len(victims[node])
+                failed[node] = (f"preempting {count} lower-priority pod(s) on this node makes "
+                                f"room for the pod")
+            else:
+                unresolvable[node] = (f"the pod waits for the preemption of its victims on "
+                                      f"node {info.node}")
+        return filter_result(candidates, (), failed, unresolvable)
+
+    # --- bind -------------------------------------------------------------------------------
+    def bind(self, args: dict) -> dict:
+        """ExtenderBindingArgs -> ExtenderBindingResult. Raises ExtenderUserError."""
+        _object(args, "the bind request body")
+        values = {}
+        for key in ("PodName", "PodNamespace", "PodUID", "Node"):
+            value = _field(args, key)
+            if not isinstance(value, str) or (not value and key != "PodNamespace"):
+                raise ExtenderUserError(f"the bind request's {key} must be a non-empty string")
+            values[key] = value
+        uid, node = values["PodUID"], values["Node"]
+        label = f"{values['PodNamespace']}/{values['PodName']} ({uid})"
+        status = self.statuses.get(uid)
+        if status is None:
+            raise ExtenderUserError(f"pod {label} is unknown to the extender (never filtered, "
+                                    f"or deleted/forgotten since): it cannot be bound")
+        self.stats["bind"] += 1
+        if status.state not in (BINDING, BOUND):
+            return binding_result(f"pod {label} is {status.state}: the extender has not placed "
+                                  f"it, so it cannot be bound")
+        if status.node != node:
+            return binding_result(f"pod {label} is placed on node {status.node}, not {node}: "
+                                  f"refusing to bind it to {node}")
+        if status.state == BOUND or status.bind_requested:
+            return binding_result()     # a repeat: already bound or on its way
+        try:
+            self._send_bind(status, "kube-scheduler's bind", strict=True)
+        except Exception as exc:
+            self.stats["platform_errors"] += 1
+            log.exception("queueing the bind of pod %s on %s failed", label, node)
+            return binding_result(f"schedview extender: queueing the bind of pod {label} on "
+                                  f"{node} failed: {type(exc).__name__}: {exc}")
+        return binding_result()
+
+    def _send_bind(self, status, why, strict=False):
+        """schedule_bind the pod's placement once; a failure is raised (strict) or logged."""
+        try:
+            self.schedule_bind(status.uid, status.namespace, status.name, status.node)
+        except Exception:
+            if strict:
+                raise
+            log.exception("the extender could not queue the bind of pod %s/%s on %s (%s)",
+                          status.namespace, status.name, status.node, why)
+            return
+        if not strict:
+            self.stats["forced_binds"] += 1
+            log.info("the extender binds pod %s/%s on %s itself: %s", status.namespace,
+                     status.name, status.node, why)
+        self.statuses.mark_bind_requested(status.uid)
+
+    # --- preempt ----------------------------------------------------------------------------
+    def preempt(self, args: dict) -> dict:
+        """ExtenderPreemptionArgs -> ExtenderPreemptionResult (this pod's victims, as MetaPods)."""
+        pod, uid, namespace, name = _pod_identity(args, "preempt")
+        for key in ("NodeNameToVictims", "NodeNameToMetaVictims"):
+            value = _field(args, key)
+            if value is not None and not isinstance(value, dict):
+                raise ExtenderUserError(f"{key} must be an object (node name -> victims)")
+        status = self.statuses.get(uid)
+        if status is None:
+            raise ExtenderUserError(f"pod {namespace}/{name} ({uid}) is unknown to the extender "
+                                    f"(never filtered): nothing to preempt for it")
+        self.stats["preempt"] += 1
+        if status.state != PREEMPTING:
+            return preemption_result({})
+        # Victims already gone must leave the answer, or kube-scheduler refuses to preempt.
+        victims = {}
+        for node, pods in status.victims.items():
+            alive = tuple(v for v in pods if self._on_node(v.uid, node))
+            if alive:
+                victims[node] = alive
+        return preemption_result(victims)
+
+    # --- what the owner tells the extender ---------------------------------------------------
+    def on_cache_event(self, event) -> None:
+        """Subscribe this to the cache (cache.subscribe): keeps the statuses in step."""
+        kind = event.kind
+        if kind in ("pod_confirmed", "pod_added"):
+            self.confirmed(event.key, event.node)
+        elif kind in ("pod_forgotten", "pod_expired", "pod_removed"):
+            self.released(event.key)
+
+    def confirmed(self, uid: str, node: str = "") -> bool:
+        """The watch saw the pod bound (on `node`): Binding -> Bound. Returns whether it moved.
+
+        A Waiting/Preempting pod bound by someone else becomes Bound on its node
+        (via Unknown, as the seed allows); an untracked pod stays untracked.
+        """
+        status = self.statuses.get(uid)
+        if status is None or status.state == BOUND:
+            return False
+        if status.state == BINDING and (not node or node == status.node):
+            self.statuses.bound(uid)
+            return True
+        if status.state == BINDING:
+            log.error("pod %s/%s (%s) was placed on %s but was bound to %s", status.namespace,
+                      status.name, uid, status.node, node)
+            self._released.append(status.pod)
+        self.statuses.remove(uid)
+        self.statuses.bound(uid, status.namespace, status.name, node=node or status.node)
+        return True
+
+    def released(self, uid: str) -> bool:
+        """The pod left the cache or its assumption did (deleted, bind failed, expired):
+        drop its status (-> Unknown), so its next filter schedules it afresh."""
+        status = self.statuses.remove(uid)
+        if status is None:
+            return False
+        if status.state == BINDING and status.pod is not None:
+            self._released.append(status.pod)
+        return True
+
+    def restore(self, pods) -> dict:
+        """After a restart: rebuild the statuses from the pods' bind-info annotations and
+        assume every Binding pod in the cache again. Returns the state counts."""
+        counts = self.statuses.rebuild(pods)
+        for uid, status in list(self.statuses.dump().items()):
+            if status["state"] != BINDING:
+                continue
+            placed = self.statuses.get(uid).pod
+            if self.cache.pod_state(_ref(uid)) is None:
+                try:
+                    self.cache.assume_pod(placed)
+                except CacheError as exc:
+                    log.warning("could not assume restored pod %s: %s", uid, exc)
+            self.algorithm.add_allocated_pod(placed)
+        return counts
+
+    def status(self, uid: str) -> dict:
+        status = self.statuses.get(uid)
+        return status.as_dict() if status is not None else {"uid": uid, "state": UNKNOWN}
+
+    # --- helpers ----------------------------------------------------------------------------
+    def _node_exists(self, name) -> bool:
+        info = self.cache.node_info(name)
+        return info is not None and info.has_node
+
+    def _on_node(self, uid, node) -> bool:
+        info = self.cache.pod_info(uid)
+        return info is not None and info.node_name == node
+
+    def _void_placement(self, status):
+        if self.cache.is_assumed_pod(_ref(status.uid)):
+            self.cache.forget_pod(_ref(status.uid, status.node))   # emits pod_forgotten
+        self.released(status.uid)
+
+    def _flush_released(self):
+        released, self._released = self._released, []
+        for pod in released:
+            if pod is None:
+                continue
+            try:
+                self.algorithm.delete_allocated_pod(pod)
+            except Exception:
+                log.exception("algorithm.delete_allocated_pod failed")
+
+
+__all__ = ["Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "TransitionError",
+           "binding_result", "filter_result", "preemption_result"]
