@@ -108,6 +108,10 @@ SCHEDVIEW_IN_CLUSTER = env.bool("SCHEDVIEW_IN_CLUSTER", default=False)
 # Seconds between runs of the expiry reaper, and of the cache/cluster comparer.
 SCHEDVIEW_REAP_PERIOD = env.float("SCHEDVIEW_REAP_PERIOD", default=1.0)
 SCHEDVIEW_COMPARE_PERIOD = env.float("SCHEDVIEW_COMPARE_PERIOD", default=60.0)
+# The scheduling algorithm the extender asks (a SchedulerAlgorithm class, by dotted path).
+SCHEDVIEW_ALGORITHM = env.str("SCHEDVIEW_ALGORITHM", default="scheduling.algorithm.DefaultAlgorithm")
+# Seconds kube-scheduler's extender calls wait for the owner's answer.
+SCHEDVIEW_EXTENDER_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_TIMEOUT", default=5.0)
 # How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
 SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
 

@@ -95,6 +95,7 @@ class CacheOwner:
         self.redis = redis
         self.lister = lister          # () -> CompareRequest, from the API server (comparer)
         self.on_drift = on_drift      # called when a comparison finds drift: relist to heal
+        self.on_pods_listed = None    # called with every full pod list (the extender restores)
         self.clock = clock
         self.seq_base = seq_base      # sequence numbers continue across owners
         self.epoch = epoch            # stamped on every row this owner writes
@@ -160,6 +161,8 @@ class CacheOwner:
             self._as("relist")
             if item.kind == "pods":
                 self._reconcile_pods(item.items)
+                if self.on_pods_listed is not None:
+                    self.on_pods_listed(item.items)
             else:
                 self._reconcile_nodes(item.items)
             self.synced[item.kind] = True
@@ -283,6 +286,16 @@ class CacheOwner:
                 "forget": self.cmd_forget, "expire": self.cmd_expire, "reap": self.cmd_reap,
                 "compare": self.cmd_compare, "get_pod": self.cmd_get_pod,
                 "status": self.cmd_status}
+
+    def register(self, handlers: dict, cause: str):
+        """Serve more commands; the transitions they make are recorded with `cause`."""
+        def caused(handler):
+            def run(args, actor):
+                self.stats["commands"] += 1
+                self._as(cause, actor)
+                return handler(args, actor)
+            return run
+        self.commands.handlers.update({op: caused(h) for op, h in handlers.items()})
 
     def _command(self, actor):
         self.stats["commands"] += 1

@@ -14,8 +14,12 @@ from django.conf import settings
 from django.db.models import Max
 
 from schedcache import Cache
+from scheduling.registry import load_algorithm
 
 from dashboard import kube
+from dashboard.extender.core import Extender
+from dashboard.extender.handlers import command_handlers
+from dashboard.extender.statuses import PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
@@ -67,10 +71,29 @@ def list_for_comparison(reflectors, stop, timeout=30.0) -> CompareRequest:
 
 
 def build_owner(redis, writer, clock=time.time) -> CacheOwner:
-    return CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
-                      command_server=CommandServer({}, client=redis), writer=writer,
-                      publisher=Publisher(), redis=redis, seq_base=last_seq(redis),
-                      epoch=int(clock() * 1000), clock=clock)
+    owner = CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
+                       command_server=CommandServer({}, client=redis), writer=writer,
+                       publisher=Publisher(), redis=redis, seq_base=last_seq(redis),
+                       epoch=int(clock() * 1000), clock=clock)
+    attach_extender(owner)
+    return owner
+
+
+def queue_bind(uid, namespace, name, node):
+    """The extender's binds go out through the same Celery path as every other bind."""
+    from dashboard.tasks import bind_pods
+    bind_pods.delay([[uid, namespace, name, node]])
+
+
+def attach_extender(owner: CacheOwner, schedule_bind=queue_bind) -> Extender:
+    """The scheduler extender decides on the owner's cache, in the owner's thread."""
+    extender = Extender(owner.cache,
+                        load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache),
+                        PodScheduleStatuses(), schedule_bind)
+    owner.cache.subscribe(extender.on_cache_event)
+    owner.on_pods_listed = extender.restore
+    owner.register(command_handlers(extender), cause="extender")
+    return extender
 
 
 def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time) -> bool:
