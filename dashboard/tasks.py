@@ -34,6 +34,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from dashboard import kube
+from dashboard.extender.statuses import bind_info_annotation
 from dashboard.feed.commands import send, send_many
 
 log = logging.getLogger(__name__)
@@ -62,9 +63,11 @@ def core_api():
 # -- one bind --------------------------------------------------------------------------------
 
 def binding(uid: str, namespace: str, name: str, node: str) -> dict:
-    """The Binding kube-scheduler posts: the pod's uid is a precondition on a real server."""
+    """The Binding kube-scheduler posts: the pod's uid is a precondition on a real server.
+    Its bind-info annotation lands on the pod, so the extender's statuses survive a restart."""
     return {"apiVersion": "v1", "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace, "uid": uid},
+            "metadata": {"name": name, "namespace": namespace, "uid": uid,
+                         "annotations": bind_info_annotation(node)},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
 
 

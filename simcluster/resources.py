@@ -300,8 +300,9 @@ class Api:
     # -- binding -------------------------------------------------------------------------
 
     def bind(self, namespace: str, name: str, body: dict, *, copy_topology: bool = True):
-        """pods/binding: one write setting nodeName, PodScheduled and (for the
-        subresource, not the legacy /bindings) the node's zone and region labels."""
+        """pods/binding: one write setting nodeName, PodScheduled, the Binding's own
+        annotations (merged, as the real server does) and (for the subresource, not the
+        legacy /bindings) the node's zone and region labels."""
         if (body.get("metadata") or {}).get("name", name) != name:
             raise bad_request("name in URL does not match name in Binding object")
         node_name = (body.get("target") or {}).get("name", "")
@@ -327,6 +328,10 @@ class Api:
                                "lastProbeTime": None, "lastTransitionTime": self.now()})
             status["conditions"] = conditions
             pod["status"] = ordered(status, POD_STATUS_ORDER)
+            annotations = (body.get("metadata") or {}).get("annotations")
+            if annotations:
+                meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+                pod["metadata"] = ordered(meta, META_ORDER)
             node = self.store.get("nodes", node_name)
             if copy_topology and node is not None:
                 labels = dict(meta.get("labels") or {})

@@ -6,6 +6,8 @@ import threading
 import time
 
 import pytest
+
+from dashboard.extender.statuses import annotated_node
 from celery.contrib.testing.worker import start_worker
 
 from dashboard import tasks
@@ -94,6 +96,7 @@ def test_pending_pod_is_bound_and_finished(worker, kube, owner, nodes, binds):
     assert (op, actor) == ("finish_binding", "bind")
     assert args["node"] == nodes[1] and before <= args["now"] <= time.time()
     assert kube.pod(NS, "p0")["spec"]["nodeName"] == nodes[1]
+    assert annotated_node(kube.pod(NS, "p0")) == nodes[1]   # the extender restores from it
     assert binds == ["p0"]
 
 

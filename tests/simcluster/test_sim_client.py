@@ -134,7 +134,8 @@ def test_binding_subresource_and_legacy_bindings(sim, v1):
     node = first_bound(sim)["spec"]["nodeName"]
     zone = sim.node(node)["metadata"]["labels"]["topology.kubernetes.io/zone"]
     v1.create_namespaced_pod("default", pending_pod_body("b1"))
-    body = {"metadata": {"name": "b1"}, "target": {"kind": "Node", "name": node}}
+    body = {"metadata": {"name": "b1", "annotations": {"example.io/placed-by": "test"}},
+            "target": {"kind": "Node", "name": node}}
     rv_before = sim.resource_version
     resp = v1.create_namespaced_pod_binding("b1", "default", body, _preload_content=False)
     assert resp.status == 201
@@ -142,6 +143,7 @@ def test_binding_subresource_and_legacy_bindings(sim, v1):
     pod = v1.read_namespaced_pod("b1", "default")
     assert pod.spec.node_name == node
     assert pod.metadata.labels["topology.kubernetes.io/zone"] == zone
+    assert pod.metadata.annotations["example.io/placed-by"] == "test"  # merged, as upstream
     assert [c.type for c in pod.status.conditions] == ["PodScheduled"]
     assert pod.metadata.generation == 1
     with pytest.raises(ApiException) as e:
