@@ -118,7 +118,7 @@ class CacheOwner:
         self._compare_busy = threading.Event()
         cache.subscribe(self._on_event)
         if command_server is not None:
-            command_server.handlers.update(self.handlers())
+            self.register(self.handlers())
 
     # --- events ------------------------------------------------------------------------------
     def _on_event(self, event):
@@ -287,19 +287,16 @@ class CacheOwner:
                 "compare": self.cmd_compare, "get_pod": self.cmd_get_pod,
                 "status": self.cmd_status}
 
-    def register(self, handlers: dict, cause: str):
-        """Serve more commands; the transitions they make are recorded with `cause`."""
+    def register(self, handlers: dict, cause: str = None):
+        """Serve more commands; the transitions they make are recorded with `cause`
+        (by default the actor's: bind, reaper, owner, or operator for a person or tool)."""
         def caused(handler):
             def run(args, actor):
                 self.stats["commands"] += 1
-                self._as(cause, actor)
+                self._as(cause or _COMMAND_CAUSES.get(actor, "operator"), actor)
                 return handler(args, actor)
             return run
         self.commands.handlers.update({op: caused(h) for op, h in handlers.items()})
-
-    def _command(self, actor):
-        self.stats["commands"] += 1
-        self._as(_COMMAND_CAUSES.get(actor, "operator"), actor)
 
     def _aggregates(self, node):
         info = self.cache.node_info(node)
@@ -310,15 +307,18 @@ class CacheOwner:
                 "allocatable": info.allocatable.as_dict()}
 
     def _cached_uid(self, args) -> str:
-        uid = args.get("uid")
-        if not uid:
-            uid = self._pending_by_name.get((args.get("namespace") or "", args.get("name") or ""))
-        if not uid:
+        """The uid a command names, directly or as the namespace/name of a pending pod."""
+        if args.get("uid"):
+            return args["uid"]
+        namespace, name = args.get("namespace") or "", args.get("name") or ""
+        if not name:
             raise CommandError(400, "name the pod by uid, or by namespace and name")
+        uid = self._pending_by_name.get((namespace, name))
+        if not uid:
+            raise CommandError(404, f"no pending pod {namespace}/{name}")
         return uid
 
     def cmd_assume(self, args, actor):
-        self._command(actor)
         node = args.get("node") or ""
         if not node:
             raise CommandError(400, "assume needs a node")
@@ -342,7 +342,6 @@ class CacheOwner:
 
     def cmd_assume_next(self, args, actor):
         """Assume up to `limit` pending pods, oldest first, each on the next node it fits."""
-        self._command(actor)
         placed = []
         for uid, pod in list(self.pending.items()):
             if len(placed) >= int(args.get("limit", 10)):
@@ -359,7 +358,6 @@ class CacheOwner:
         return {"placed": placed}
 
     def cmd_finish_binding(self, args, actor):
-        self._command(actor)
         uid = self._cached_uid(args)
         changed = self.cache.is_assumed_pod(_ref(uid))
         self.cache.finish_binding(_ref(uid), now=args.get("now"))
@@ -375,7 +373,6 @@ class CacheOwner:
         return info.node_name
 
     def cmd_forget(self, args, actor):
-        self._command(actor)
         uid = self._cached_uid(args)
         node = self._assumed_node(uid, args.get("strict", False))
         if node is None:
@@ -388,7 +385,6 @@ class CacheOwner:
                 "after": self._aggregates(node)}
 
     def cmd_expire(self, args, actor):
-        self._command(actor)
         uid = self._cached_uid(args)
         node = self._assumed_node(uid, True)
         before = self._aggregates(node)
@@ -397,7 +393,6 @@ class CacheOwner:
                 "after": self._aggregates(node)}
 
     def cmd_reap(self, args, actor):
-        self._command(actor)
         return {"expired": self.cache.cleanup_assumed_pods(now=args.get("now"))}
 
     def cmd_get_pod(self, args, actor):

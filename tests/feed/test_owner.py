@@ -6,7 +6,7 @@ import pytest
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
-from dashboard.feed.commands import CommandError
+from dashboard.feed.commands import CommandError, CommandServer
 from dashboard.feed.owner import CacheOwner, CompareRequest
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.reflector import Relisted, Watched
@@ -32,7 +32,13 @@ def writer():
 
 @pytest.fixture
 def owner(writer):
-    return CacheOwner(Cache(ttl=30), writer=writer, seq_base=100, epoch=7, clock=Clock())
+    return CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
+                      seq_base=100, epoch=7, clock=Clock())
+
+
+def command(owner, op, args, actor):
+    """A command as the owner serves it (its registered handler), without Redis."""
+    return owner.commands.handlers[op](args, actor)
 
 
 def nodes(*names):
@@ -111,7 +117,7 @@ def test_a_relist_removes_what_the_cluster_lost_meanwhile(owner, writer):
 def test_assume_then_confirm_by_the_watch(owner, writer):
     waiting = pod("w")
     synced(owner, nodes("n1"), [waiting])
-    result = owner.cmd_assume({"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    result = command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")
     assert result["uid"] == uid(waiting) and result["node"] == "n1"
     assert result["after"]["pods"] == result["before"]["pods"] + 1
     assert owner.cache.is_assumed_pod({"metadata": {"uid": uid(waiting)}})
@@ -129,7 +135,8 @@ def test_assume_then_confirm_by_the_watch(owner, writer):
 
 
 @pytest.mark.parametrize("args,status", [
-    ({"namespace": "team", "name": "nobody", "node": "n1"}, 400),
+    ({"namespace": "team", "name": "nobody", "node": "n1"}, 404),
+    ({"namespace": "team", "node": "n1"}, 400),
     ({"uid": "no-such-uid", "node": "n1"}, 404),
     ({"namespace": "team", "name": "w", "node": "no-such-node"}, 404),
     ({"namespace": "team", "name": "w"}, 400),
@@ -138,16 +145,16 @@ def test_assume_refusals_change_nothing(owner, args, status):
     synced(owner, nodes("n1"), [pod("w")])
     seq = owner.cache.event_seq
     with pytest.raises(CommandError) as refused:
-        owner.cmd_assume(args, "alice")
+        command(owner, "assume", args, "alice")
     assert refused.value.status == status
     assert owner.cache.event_seq == seq
 
 
 def test_assume_twice_is_a_conflict(owner):
     synced(owner, nodes("n1"), [pod("w")])
-    owner.cmd_assume({"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")
     with pytest.raises(CommandError) as refused:
-        owner.cmd_assume({"namespace": "team", "name": "w", "node": "n1"}, "alice")
+        command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")
     assert refused.value.status == 409
 
 
@@ -155,12 +162,12 @@ def test_forget_expire_and_reap(owner, writer):
     a, b, c = pod("a"), pod("b"), pod("c")
     synced(owner, nodes("n1"), [a, b, c])
     for p in (a, b, c):
-        owner.cmd_assume({"uid": uid(p), "node": "n1"}, "tool")
-    assert owner.cmd_forget({"uid": uid(a), "strict": True}, "bob")["changed"]
-    assert owner.cmd_expire({"uid": uid(b)}, "bob")["after"]["pods"] == 1
-    owner.cmd_finish_binding({"uid": uid(c), "now": 1000.0}, "bind")
-    assert owner.cmd_reap({"now": 1020.0}, "reaper")["expired"] == []
-    assert owner.cmd_reap({"now": 1031.0}, "reaper")["expired"] == [uid(c)]
+        command(owner, "assume", {"uid": uid(p), "node": "n1"}, "tool")
+    assert command(owner, "forget", {"uid": uid(a), "strict": True}, "bob")["changed"]
+    assert command(owner, "expire", {"uid": uid(b)}, "bob")["after"]["pods"] == 1
+    command(owner, "finish_binding", {"uid": uid(c), "now": 1000.0}, "bind")
+    assert command(owner, "reap", {"now": 1020.0}, "reaper")["expired"] == []
+    assert command(owner, "reap", {"now": 1031.0}, "reaper")["expired"] == [uid(c)]
     flushed(owner, writer)
     states = {r.name: r.state for r in PodRecord.objects.all()}
     assert states == {"a": "Forgotten", "b": "Expired", "c": "Expired"}
@@ -171,11 +178,11 @@ def test_forget_of_an_added_pod_is_refused_and_a_missing_one_is_a_no_op(owner):
     added = pod("a", "n1")
     synced(owner, nodes("n1"), [added])
     with pytest.raises(CommandError) as refused:
-        owner.cmd_forget({"uid": uid(added)}, "bob")
+        command(owner, "forget", {"uid": uid(added)}, "bob")
     assert refused.value.status == 409
-    assert owner.cmd_forget({"uid": "gone"}, "bind") == {"uid": "gone", "changed": False}
+    assert command(owner, "forget", {"uid": "gone"}, "bind") == {"uid": "gone", "changed": False}
     with pytest.raises(CommandError):
-        owner.cmd_forget({"uid": "gone", "strict": True}, "bob")
+        command(owner, "forget", {"uid": "gone", "strict": True}, "bob")
 
 
 def test_sequence_numbers_continue_from_the_base_and_stale_rows_are_pruned(owner, writer):
@@ -203,11 +210,11 @@ def test_assume_next_places_the_oldest_pending_pods_on_nodes_they_fit(owner):
     big = make_node("big", zone="zone-b", cpu="64", memory="256Gi")
     first, second = pod("first", requests={"cpu": "2", "memory": "1Gi"}), pod("second")
     synced(owner, [small, big], [first, second])
-    placed = owner.cmd_assume_next({"limit": 1}, "scheduler")["placed"]
+    placed = command(owner, "assume_next", {"limit": 1}, "scheduler")["placed"]
     assert [(p["name"], p["node"]) for p in placed] == [("first", "big")]
-    placed = owner.cmd_assume_next({"limit": 5}, "scheduler")["placed"]
+    placed = command(owner, "assume_next", {"limit": 5}, "scheduler")["placed"]
     assert [p["name"] for p in placed] == ["second"]
-    assert owner.cmd_assume_next({"limit": 5}, "scheduler")["placed"] == []
+    assert command(owner, "assume_next", {"limit": 5}, "scheduler")["placed"] == []
     assert owner.cache.assumed_count() == 2
 
 
