@@ -12,9 +12,15 @@ http_application = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from dashboard.consumers import OverviewConsumer  # noqa: E402
+
+websocket_routes = [
+    path("ws/overview/", OverviewConsumer.as_asgi()),
+]
 
 application = ProtocolTypeRouter({
     "http": http_application,
-    # The live views' consumers are routed here in the next issue.
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter([]))),
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes))),
 })
