@@ -120,7 +120,9 @@ class DefaultAlgorithm:
         """Bring the snapshot and the per-node records up to date with the cache."""
         with self.lock:
             self.cache.update_snapshot(self.snapshot)
-            self.records.refresh(self.snapshot)
+            # Only the nodes changed since the records' last refresh need new records.
+            self.records.refresh(self.snapshot,
+                                 self.cache.recently_changed(self.records.generation))
 
     def filter(self, view: PodView, suggested_nodes=None) -> FilterOutcome:
         """Run the filters over the suggested nodes (every node when None); no side effects."""

@@ -101,7 +101,15 @@ class NodeRecords:
         self._list = None          # the snapshot list the indexes were taken from
         self._generation = None
 
-    def refresh(self, snapshot):
+    @property
+    def generation(self) -> int:
+        """The snapshot generation the records were last brought to (0 before any)."""
+        return self._generation or 0
+
+    def refresh(self, snapshot, changed=None):
+        """Bring the records to `snapshot`. `changed` (names changed since `generation`, as
+        the cache's recently_changed gives them) spares a pass over every node when only
+        a few changed; without it, or when nodes came or went, every node is checked."""
         infos = snapshot.node_info_list
         if infos is self._list and snapshot.generation == self._generation:
             return
@@ -117,6 +125,12 @@ class NodeRecords:
                 by_name[record.name] = record
                 ordered.append(record)
             self.by_name, self.ordered, self._list = by_name, ordered, infos
+        elif changed is not None:
+            for name in changed:
+                record, info = old.get(name), snapshot.node_info_map.get(name)
+                if record is not None and info is not None and record.generation != info.generation:
+                    record = NodeRecord(info, record.index)
+                    self.ordered[record.index] = old[name] = record
         else:
             ordered = self.ordered
             for index, info in enumerate(infos):
