@@ -18,6 +18,7 @@ import orjson
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchkit import line  # noqa: E402
 from schedcache import Cache, Snapshot  # noqa: E402
 from simcluster.generate import generate_cluster  # noqa: E402
 
@@ -35,10 +36,6 @@ def timed(fn):
 
 def best_of(fn, repeat):
     return min(timed(fn)[0] for _ in range(repeat))
-
-
-def line(label, value):
-    print(f"  {label:<58} {value}")
 
 
 def bench_memory(nodes, wire) -> float:
@@ -147,7 +144,7 @@ def bench_cleanup(nodes):
             cache.add_node(node)
         for i in range(10000):
             pod = {"metadata": {"uid": f"a{i}", "name": f"a{i}", "namespace": "bench"},
-                   "spec": {"nodeName": nodes[i // 10]["metadata"]["name"],
+                   "spec": {"nodeName": nodes[i // 10 % len(nodes)]["metadata"]["name"],
                             "containers": [{"name": "c", "resources": {"requests": {
                                 "cpu": "100m", "memory": "64Mi"}}}]}}
             cache.assume_pod(pod)

@@ -13,16 +13,12 @@ Left out: the web's HTTP hop and the Redis command hop (about a millisecond each
 import argparse
 from concurrent.futures import ThreadPoolExecutor
 import os
-import statistics
-import subprocess
-import sys
-import tempfile
-import threading
-import time
 from pathlib import Path
+import statistics
+import sys
+import time
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
@@ -30,18 +26,13 @@ import django  # noqa: E402
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from kubernetes import client, config  # noqa: E402
 
+from benchkit import line, served_cluster, sync  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from dashboard import tasks  # noqa: E402
 from dashboard.feed.commands import CommandServer  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
-from dashboard.feed.reflector import Reflector  # noqa: E402
-from dashboard.feed.runner import attach_extender, settle_heap, tune_gc  # noqa: E402
-
-
-def line(label, value):
-    print(f"  {label:<60} {value}")
+from dashboard.feed.runner import attach_extender, tune_gc  # noqa: E402
 
 
 def main():
@@ -51,20 +42,11 @@ def main():
     parser.add_argument("--pending", type=int, default=1000)
     args = parser.parse_args()
     tune_gc()
-    with tempfile.TemporaryDirectory() as tmp:
-        kubeconfig = Path(tmp) / "kubeconfig"
-        cluster = subprocess.Popen(
-            [sys.executable, "-m", "simcluster", "serve", "--nodes", str(args.nodes),
-             "--pods", str(args.pods + args.pending), "--zones", "5",
-             "--pending-fraction", str(args.pending / (args.pods + args.pending)),
-             "--kubeconfig", str(kubeconfig)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-        cluster.stdout.readline()
+    total = args.pods + args.pending
+    with served_cluster(args.nodes, total, "--pending-fraction",
+                        str(args.pending / total)) as (_, kubeconfig):
         settings.SCHEDVIEW_KUBECONFIG = kubeconfig
-        try:
-            run(args, kubeconfig)
-        finally:
-            cluster.terminate()
-            cluster.wait()
+        run(args, kubeconfig)
 
 
 def run(args, kubeconfig):
@@ -73,14 +55,7 @@ def run(args, kubeconfig):
     extender = attach_extender(owner,
                                schedule_bind=lambda *pod: binder.submit(tasks.bind_once, *pod))
     handlers = owner.commands.handlers
-    stop = threading.Event()
-    for kind in ("nodes", "pods"):
-        api = client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
-        Reflector(api, kind, owner.feed.put, stop=stop).start()
-    while not (all(owner.synced.values()) and owner.feed.empty()):
-        if not owner.drain_feed(limit=20000):
-            time.sleep(0.001)
-    settle_heap()
+    stop = sync(owner, kubeconfig)
     names = owner.cache.node_names()
     pending = list(owner.pending.values())
     print(f"{len(names)} nodes, {owner.cache.pod_count()} bound pods, {len(pending)} pending")

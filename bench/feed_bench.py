@@ -18,47 +18,25 @@ Binds per second through Celery: bench/bind_bench.py.
 """
 import argparse
 import gc
+import os
+from pathlib import Path
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
-import os  # noqa: E402
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 django.setup()
 
-from kubernetes import client, config  # noqa: E402
-
+from benchkit import cluster_pods, core_api as api, line, served_cluster, sync  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
 from dashboard.feed.reflector import Reflector  # noqa: E402
-from dashboard.feed.runner import settle_heap, tune_gc  # noqa: E402
-
-
-def line(label, value):
-    print(f"  {label:<60} {value}")
-
-
-def start_cluster(nodes, pods, tmp):
-    kubeconfig = Path(tmp) / "kubeconfig"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes), "--pods", str(pods),
-         "--zones", "5", "--bookmark-interval", "5", "--history", "200000",
-         "--kubeconfig", str(kubeconfig)], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    url = process.stdout.readline().strip()
-    return process, url, kubeconfig
-
-
-def api(kubeconfig):
-    return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+from dashboard.feed.runner import tune_gc  # noqa: E402
 
 
 class Recorder:
@@ -72,33 +50,19 @@ class Recorder:
         self.seen.extend((now, e) for e in events)
 
 
-def drain_until(owner, done, timeout=600):
-    deadline = time.monotonic() + timeout
-    while not done():
-        if not owner.drain_feed(limit=20000):
-            time.sleep(0.001)
-        if time.monotonic() > deadline:
-            raise TimeoutError("the owner did not finish in time")
-
-
-def bench_sync(kubeconfig, pods):
+def bench_sync(kubeconfig):
     owner = CacheOwner(Cache(ttl=30))
-    stop = threading.Event()
-    reflectors = [Reflector(api(kubeconfig), kind, owner.feed.put, stop=stop)
-                  for kind in ("nodes", "pods")]
     start = time.perf_counter()
-    for r in reflectors:
-        r.start()
-    drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
+    stop = sync(owner, kubeconfig)
     seconds = time.perf_counter() - start
-    settle_heap()  # as the owner process does once synced
     print(f"fresh start to a synced cache ({owner.cache.node_count()} nodes, "
           f"{owner.cache.pod_count()} bound pods, {len(owner.pending)} pending)")
-    line("list + parse + apply, wall", f"{seconds:>10.1f} s")
-    return owner, stop, reflectors
+    line("list + parse + apply, wall (with the heap settled)", f"{seconds:>10.1f} s")
+    return owner, stop
 
 
-def bench_watch_rate(kubeconfig):
+def bench_watch_rate(kubeconfig, pods):
+    """`pods`: how many the cluster holds; timing stops when the last one is applied."""
     owner = CacheOwner(Cache(ttl=30))
     reflector = Reflector(api(kubeconfig), "pods", owner.feed.put, watch_timeout=120)
     reflector.resource_version = "0"          # synthetic ADDED for every pod
@@ -109,7 +73,7 @@ def bench_watch_rate(kubeconfig):
 
     def applied_all():
         total[0] += owner.drain_feed(limit=20000)
-        return not thread.is_alive() or reflector.stats["bookmarks"] > 0
+        return total[0] >= pods or not thread.is_alive()
     while not applied_all():
         time.sleep(0.001)
     seconds = time.perf_counter() - start
@@ -162,24 +126,20 @@ def main():
     parser.add_argument("--pods", type=int, default=150000)
     args = parser.parse_args()
     tune_gc()
-    with tempfile.TemporaryDirectory() as tmp:
-        started = time.perf_counter()
-        process, url, kubeconfig = start_cluster(args.nodes, args.pods, tmp)
+    started = time.perf_counter()
+    with served_cluster(args.nodes, args.pods, "--bookmark-interval", "5",
+                        "--history", "200000") as (url, kubeconfig):
         print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
               f"{time.perf_counter() - started:.0f} s")
-        try:
-            owner, stop, reflectors = bench_sync(kubeconfig, args.pods)
-            bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
-                                "backlog being written)")
-            bench_publish_delay(kubeconfig, owner, "steady", "steady state")
-            stop.set()
-            del owner, reflectors
-            gc.unfreeze()   # release the first owner's heap before the next phase
-            gc.collect()
-            bench_watch_rate(kubeconfig)
-        finally:
-            process.terminate()
-            process.wait()
+        owner, stop = bench_sync(kubeconfig)
+        bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
+                            "backlog being written)")
+        bench_publish_delay(kubeconfig, owner, "steady", "steady state")
+        stop.set()
+        del owner
+        gc.unfreeze()   # release the first owner's heap before the next phase
+        gc.collect()
+        bench_watch_rate(kubeconfig, cluster_pods(url))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,69 @@
+"""What the benchmarks share: printing a figure, a simulated cluster in its own process,
+and an owner synced from it over HTTP (reflectors in threads, as in `manage.py watch`).
+
+Django-free at import, so the cache benchmark can use `line` without settings."""
+import contextlib
+import json
+from pathlib import Path
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def line(label, value):
+    print(f"  {label:<60} {value}")
+
+
+@contextlib.contextmanager
+def served_cluster(nodes, pods, *options):
+    """`python -m simcluster serve` with 5 zones; yields (url, kubeconfig path)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
+        process = subprocess.Popen(
+            [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes), "--pods",
+             str(pods), "--zones", "5", *options, "--kubeconfig", str(kubeconfig)],
+            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        try:
+            yield process.stdout.readline().strip(), kubeconfig
+        finally:
+            process.terminate()
+            process.wait()
+
+
+def cluster_pods(url) -> int:
+    """How many pods the simulated cluster holds now (its control endpoint)."""
+    with urllib.request.urlopen(f"{url}/simcluster/v1/state") as response:
+        return json.load(response)["counts"]["pods"]
+
+
+def core_api(kubeconfig):
+    from kubernetes import client, config
+    return client.CoreV1Api(config.new_client_from_config(config_file=str(kubeconfig)))
+
+
+def drain_until(owner, done, timeout=600):
+    """Apply the owner's feed until `done()`; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if not owner.drain_feed(limit=20000):
+            time.sleep(0.001)
+        if time.monotonic() > deadline:
+            raise TimeoutError("the owner did not finish in time")
+
+
+def sync(owner, kubeconfig) -> threading.Event:
+    """Start reflectors for nodes and pods into `owner`, apply until synced, settle the
+    heap as the owner process does; returns the event that stops the reflectors."""
+    from dashboard.feed.reflector import Reflector
+    from dashboard.feed.runner import settle_heap
+    stop = threading.Event()
+    for kind in ("nodes", "pods"):
+        Reflector(core_api(kubeconfig), kind, owner.feed.put, stop=stop).start()
+    drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
+    settle_heap()
+    return stop
