@@ -56,14 +56,17 @@ def drain_until(owner, done, timeout=600):
             raise TimeoutError("the owner did not finish in time")
 
 
-def sync(owner, kubeconfig) -> threading.Event:
-    """Start reflectors for nodes and pods into `owner`, apply until synced, settle the
-    heap as the owner process does; returns the event that stops the reflectors."""
+def sync(owner, kubeconfig):
+    """Start reflectors for nodes and pods into `owner`, apply until synced, then settle
+    the heap as the owner process does. Returns the event that stops the reflectors and
+    the seconds each part took: (stop, syncing, settling)."""
     from dashboard.feed.reflector import Reflector
     from dashboard.feed.runner import settle_heap
     stop = threading.Event()
+    started = time.perf_counter()
     for kind in ("nodes", "pods"):
         Reflector(core_api(kubeconfig), kind, owner.feed.put, stop=stop).start()
     drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
+    synced = time.perf_counter()
     settle_heap()
-    return stop
+    return stop, synced - started, time.perf_counter() - synced

@@ -55,7 +55,7 @@ def run(args, kubeconfig):
     extender = attach_extender(owner,
                                schedule_bind=lambda *pod: binder.submit(tasks.bind_once, *pod))
     handlers = owner.commands.handlers
-    stop = sync(owner, kubeconfig)
+    stop, _, _ = sync(owner, kubeconfig)
     names = owner.cache.node_names()
     pending = list(owner.pending.values())
     print(f"{len(names)} nodes, {owner.cache.pod_count()} bound pods, {len(pending)} pending")

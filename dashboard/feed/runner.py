@@ -45,9 +45,9 @@ def tune_gc():
 
 
 def settle_heap():
-    """Once synced, move the settled heap out of the collector's way: a full collection
-    over every cached pod would stall the owner for seconds."""
-    gc.collect()
+    """Once synced, move the settled heap out of the collector's way, so that no later
+    collection walks every cached pod. Freezing is instant; a full collection first
+    (to leave cyclic garbage out) stalled the owner 8 s after a 150,000-pod sync."""
     gc.freeze()
 
 
