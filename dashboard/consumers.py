@@ -21,19 +21,20 @@ from dashboard.feed.publisher import EVENTS_GROUP
 PUSH_INTERVAL = 0.5  # seconds: a person reads no faster; bursts are coalesced
 
 
-def overview_counts() -> str:
-    return render_to_string("dashboard/overview.html#counts",
-                            {"overview": read_model.overview()})
+class LiveConsumer(AsyncWebsocketConsumer):
+    """A live page's socket: logged-in users only; pushes `render()` after the owner's flushes.
 
-
-class OverviewConsumer(AsyncWebsocketConsumer):
-    """Keeps the overview's counts, owner status, snapshot and comparer panels live."""
-
-    render = staticmethod(overview_counts)
+    Subclasses say what they show (`render`, run in a thread since it reads the
+    database) and which flushes concern them (`wants`, default all).
+    """
 
     async def connect(self):
         self._last_push = 0.0
         self._scheduled = None
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=4401)  # the page's login redirect cannot happen on a socket
+            return
         await self.channel_layer.group_add(EVENTS_GROUP, self.channel_name)
         await self.accept()
 
@@ -43,9 +44,17 @@ class OverviewConsumer(AsyncWebsocketConsumer):
             self._scheduled.cancel()
 
     async def receive(self, text_data=None, bytes_data=None):
-        """Browsers have nothing to say on this socket; whatever they send is ignored."""
+        """Browsers have nothing to say on these sockets; whatever they send is ignored."""
+
+    def wants(self, message: dict) -> bool:
+        return True
+
+    def render(self) -> str:
+        raise NotImplementedError
 
     async def cache_events(self, message):
+        if not self.wants(message):
+            return
         if self._scheduled is None or self._scheduled.done():
             delay = max(0.0, self._last_push + PUSH_INTERVAL - time.monotonic())
             self._scheduled = asyncio.ensure_future(self._push_after(delay))
@@ -54,3 +63,11 @@ class OverviewConsumer(AsyncWebsocketConsumer):
         await asyncio.sleep(delay)  # the coalescing window, not a synchronisation
         self._last_push = time.monotonic()
         await self.send(text_data=await database_sync_to_async(self.render)())
+
+
+class OverviewConsumer(LiveConsumer):
+    """Keeps the overview's counts, owner status, snapshot and comparer panels live."""
+
+    def render(self) -> str:
+        return render_to_string("dashboard/overview.html#counts",
+                                {"overview": read_model.overview()})

@@ -4,6 +4,10 @@ The cache lives in the owner process. It writes these tables in batches so
 the web can filter and page pods in SQL, and so that a pod's whole life and
 every operator action survive restarts.
 """
+import hashlib
+import secrets
+
+from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
@@ -108,6 +112,8 @@ class AuditAction(models.Model):
 
     class Meta:
         ordering = ["-at"]
+        # Viewing needs a login; acting on pods (forget, expire, assume, claim) needs this.
+        permissions = [("act_on_pods", "Can forget, expire and assume pods")]
 
 
 class ComparerRun(models.Model):
@@ -125,3 +131,33 @@ class SnapshotSample(models.Model):
     generation = models.BigIntegerField()
     cache_generation = models.BigIntegerField()
     changed_nodes = models.JSONField(default=list)  # most recently changed first
+
+
+class ApiToken(models.Model):
+    """A bearer token for tools using the REST API, acting as its user.
+
+    Only a digest is stored: a leaked database does not leak working tokens.
+    The token itself is shown once, when it is made (`manage.py apitoken`).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    digest = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    PREFIX = "sv_"
+
+    @staticmethod
+    def digest_of(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str = "") -> tuple["ApiToken", str]:
+        """Make a token for `user`; returns the row and the token, which is not kept."""
+        token = cls.PREFIX + secrets.token_urlsafe(32)
+        return cls.objects.create(user=user, name=name, digest=cls.digest_of(token)), token
+
+    def __str__(self):
+        return f"{self.user} {self.name or self.pk}"

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "template_partials",
+    "ninja",  # the REST API docs' scripts served from here, not a CDN
     "dashboard",
 ]
 
@@ -54,11 +55,17 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every page needs a login; the REST API (its own token/session auth) and the
+    # extender (called by kube-scheduler) are marked login_not_required.
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
 ROOT_URLCONF = "dashboard.urls"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
 ASGI_APPLICATION = "dashboard.asgi.application"
 
 TEMPLATES = [

@@ -42,3 +42,47 @@ def v1(sim):
     api_client = sim.api_client()
     yield client.CoreV1Api(api_client)
     api_client.close()
+
+
+# --- users: who looks, who acts -------------------------------------------------------------
+@pytest.fixture
+def viewer(django_user_model):
+    """A logged-in person who may look at everything and act on nothing."""
+    return django_user_model.objects.create_user("viewer", password="viewer-password")
+
+
+@pytest.fixture
+def operator(django_user_model):
+    """A person who may also forget, expire and assume pods (`dashboard.act_on_pods`)."""
+    from django.contrib.auth.models import Permission
+    user = django_user_model.objects.create_user("operator", password="operator-password")
+    user.user_permissions.add(Permission.objects.get(codename="act_on_pods"))
+    return user
+
+
+@pytest.fixture
+def viewer_client(client, viewer):
+    client.force_login(viewer)
+    return client
+
+
+@pytest.fixture
+def operator_client(operator):
+    from django.test import Client
+    client = Client()
+    client.force_login(operator)
+    return client
+
+
+@pytest.fixture
+def api_token(operator):
+    """A bearer token acting as `operator`."""
+    from dashboard.models import ApiToken
+    return ApiToken.issue(operator, "tests")[1]
+
+
+@pytest.fixture
+def ws_headers(viewer_client):
+    """Websocket handshake headers of a logged-in browser: same-site origin, session cookie."""
+    cookie = f"{viewer_client.cookies['sessionid'].key}={viewer_client.cookies['sessionid'].value}"
+    return [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())]

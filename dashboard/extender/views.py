@@ -12,6 +12,7 @@ import logging
 import orjson
 from django.conf import settings
 from django.http import JsonResponse
+from django.contrib.auth.decorators import login_not_required
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
@@ -43,18 +44,22 @@ def _forward(request, op, failed_result):
         return JsonResponse(dict(failed_result, Error=exc.message))
 
 
+# kube-scheduler calls these without a login: serve them where only the scheduler reaches.
+@login_not_required
 @csrf_exempt
 @require_POST
 def filter_nodes(request):
     return _forward(request, "extender_filter", _FAILED_FILTER)
 
 
+@login_not_required
 @csrf_exempt
 @require_POST
 def bind(request):
     return _forward(request, "extender_bind", {})
 
 
+@login_not_required
 @csrf_exempt
 @require_POST
 def preempt(request):

@@ -27,19 +27,19 @@ def pods(count, state="Added"):
         for i in range(count))
 
 
-async def connected():
-    communicator = WebsocketCommunicator(application, "/ws/overview/", headers=ORIGIN)
+async def connected(headers):
+    communicator = WebsocketCommunicator(application, "/ws/overview/", headers=headers)
     connected, _ = await communicator.connect()
     assert connected
     return communicator
 
 
 @pytest.mark.asyncio
-async def test_a_burst_of_flushes_arrives_coalesced_and_fresh(redis_url):
+async def test_a_burst_of_flushes_arrives_coalesced_and_fresh(redis_url, ws_headers):
     """Five flushes at once: one push at once (the first flush), at most one more at the
     end of the window (the rest), then silence."""
     await pods(3)
-    communicator = await connected()
+    communicator = await connected(ws_headers)
     layer = get_channel_layer()
     try:
         for seq in range(5):
@@ -67,7 +67,14 @@ async def test_a_foreign_origin_is_refused(redis_url):
     assert not connected
 
 
-def test_the_overview_page_connects_its_counts_to_the_socket(client):
-    html = client.get("/").content.decode()
+@pytest.mark.asyncio
+async def test_an_anonymous_socket_is_closed(redis_url):
+    communicator = WebsocketCommunicator(application, "/ws/overview/", headers=ORIGIN)
+    connected, code = await communicator.connect()
+    assert (connected, code) == (False, 4401)
+
+
+def test_the_overview_page_connects_its_counts_to_the_socket(viewer_client):
+    html = viewer_client.get("/").content.decode()
     assert 'ws-connect="/ws/overview/"' in html
     assert "hx-ws" in html or "ext/ws" in html or "ws-2" in html

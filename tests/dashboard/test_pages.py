@@ -72,6 +72,13 @@ def transition(kind, at, **fields):
                                      cause="reaper", **fields)
 
 
+@pytest.fixture
+def client(client, viewer):
+    """Every page needs a login; these tests look as a viewer."""
+    client.force_login(viewer)
+    return client
+
+
 def page(client, url, status=200, **headers):
     response = client.get(url, **headers)
     assert response.status_code == status, response.content

@@ -8,6 +8,7 @@ SIGTERM) stops them all, and if one dies the others are stopped and the
 command fails, naming it.
 """
 import os
+import secrets
 import signal
 import sys
 import time
@@ -67,6 +68,25 @@ def configure_simulated_cluster(kubeconfig):
                                f"{response.data[:200]!r}")
 
 
+def first_login(var_dir) -> str:
+    """The login to print: on a database without users, make `operator` (may act on pods)
+    with a random password kept in var/operator-password, readable by this user only."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    users = get_user_model().objects
+    password_file = var_dir / "operator-password"
+    if not users.exists():
+        password = secrets.token_urlsafe(12)
+        operator = users.create_user("operator", password=password)
+        operator.user_permissions.add(Permission.objects.get(codename="act_on_pods"))
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+    if password_file.exists() and users.filter(username="operator").exists():
+        return f"log in as operator, password {password_file.read_text().strip()} ({password_file})"
+    return "log in with an existing account (manage.py createsuperuser makes one)"
+
+
 def manage(name, *argv) -> Child:
     return Child(name, [sys.executable, "manage.py", *argv])
 
@@ -108,12 +128,13 @@ class Command(BaseCommand):
                     configure_simulated_cluster(kubeconfig)
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
+                login = first_login(settings.VAR_DIR)
                 supervisor.start(manage("owner", "watch"))
                 supervisor.start(celery("worker", "worker"))
                 supervisor.start(celery("beat", "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port))
-                self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it)")
+                self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it); {login}")
                 child, code = supervisor.wait()
         except KeyboardInterrupt:
             self.stdout.write("schedview: stopped")

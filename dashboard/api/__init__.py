@@ -1,0 +1,30 @@
+"""The versioned REST API for tools: `/api/v1/`, its OpenAPI schema and docs.
+
+django-ninja builds the schema from the operations' type hints, so the docs
+cannot drift from the code. Every operation needs a token or a session
+(`auth.py`); every error has one JSON shape (`errors.py`).
+"""
+from ninja import NinjaAPI
+
+from dashboard.api import auth, errors
+
+api = NinjaAPI(
+    title="schedview",
+    version="1",
+    description="The scheduler cache: pods and their state machine, nodes, zones, snapshots, "
+                "events, the comparer, and actions on assumed pods.",
+    auth=auth.token_or_session,
+    urls_namespace="api-v1",
+)
+errors.install(api)
+
+# --- routers: one line each ---------------------------------------------------------------
+api.add_router("/me", "dashboard.api.me.router")
+
+
+def urls():
+    """The API's URL patterns, exempt from the pages' login redirect: it answers 401 itself."""
+    patterns, app_name, namespace = api.urls
+    for pattern in patterns:
+        pattern.callback.login_required = False
+    return patterns, app_name, namespace

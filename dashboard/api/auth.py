@@ -1,0 +1,33 @@
+"""Who is calling the REST API: a tool with a bearer token, or the browser's session.
+
+Tokens are looked up by digest (`ApiToken`). A session counts only with its
+CSRF token on unsafe methods, so a page on another site cannot act through a
+logged-in operator's browser.
+"""
+from django.utils import timezone
+from ninja.security import HttpBearer, SessionAuth
+
+from dashboard.api.errors import ApiError
+from dashboard.models import ApiToken
+
+ACT_PERMISSION = "dashboard.act_on_pods"
+
+
+class BearerToken(HttpBearer):
+    def authenticate(self, request, token):
+        row = (ApiToken.objects.select_related("user")
+               .filter(digest=ApiToken.digest_of(token), user__is_active=True).first())
+        if row is None:
+            return None
+        ApiToken.objects.filter(pk=row.pk).update(last_used=timezone.now())
+        request.user = row.user  # permission checks read request.user, as for sessions
+        return row.user
+
+
+def require_act(request) -> None:
+    """Refuse (403) a caller who may look but not act."""
+    if not request.user.has_perm(ACT_PERMISSION):
+        raise ApiError(403, f"acting on pods needs the {ACT_PERMISSION} permission")
+
+
+token_or_session = [BearerToken(), SessionAuth()]

@@ -1,0 +1,16 @@
+"""Who the API thinks is calling: lets a tool check its token before it acts."""
+from ninja import Router, Schema
+
+from dashboard.api.auth import ACT_PERMISSION
+
+router = Router(tags=["auth"])
+
+
+class Me(Schema):
+    username: str
+    can_act: bool
+
+
+@router.get("", response=Me, summary="The caller's user and whether it may act on pods")
+def me(request):
+    return Me(username=request.user.get_username(), can_act=request.user.has_perm(ACT_PERMISSION))
