@@ -10,8 +10,11 @@ INSTALLED := $(VENV)/.installed
 run: $(INSTALLED)
 	$(VENV)/bin/python manage.py up
 
+# The browser tests run in a pytest of their own: after Playwright has run in a process,
+# pytest-asyncio tests there fail. They need Debian's chromium (.ci/run installs it).
 test: $(INSTALLED)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest --ignore=tests/browser
+	$(VENV)/bin/python -m pytest tests/browser
 
 $(INSTALLED): requirements.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

@@ -3,10 +3,11 @@
     .venv/bin/python bench/algorithm_bench.py [--nodes 5000 --pods 150000 --zones 5 --runs 200]
 
 The cache holds the generated cluster's bound pods (those with spec.nodeName).
-Each timed call is schedule(pod, all node names): a snapshot update, the full
-filter over every suggested node (no early stop), the zone round robin and,
-for a pod that fits nowhere, preemption. Nothing is bound between calls, so
-every call filters the same cluster. Target: p99 under 20 ms.
+Each timed call is schedule(pod, all node names): a snapshot update, the
+filter in the zone round robin's order up to the first feasible node (every
+node for a pod that fits nowhere) and, for such a pod, preemption. Nothing is
+bound between calls, so every call filters the same cluster. The filter pass
+over every node (no early stop) is timed apart. Target: p99 under 20 ms.
 """
 import argparse
 import gc
@@ -102,7 +103,7 @@ def main():
                 result = algorithm.schedule(pod, names)
                 samples.append((time.perf_counter() - t) * 1e3)
             all_samples.extend(samples)
-            feasible = algorithm.filter(PodView(pod), names).feasible
+            feasible = algorithm.filter(PodView(pod), names, every_node=True).feasible
             print(f"  {label:<30} {result.kind:<8} {feasible:>8} "
                   f"{statistics.median(samples):>8.2f} {percentile(samples, 0.99):>8.2f}")
     finally:
@@ -114,11 +115,11 @@ def main():
             for _, pod in shapes_list:
                 view = PodView(pod)
                 t = time.perf_counter()
-                algorithm.filter(view, names)
+                algorithm.filter(view, names, every_node=True)
                 filter_samples.append((time.perf_counter() - t) * 1e3)
     finally:
         gc.enable()
-    print(f"filter pass only (every shape, {len(names)} suggested nodes): "
+    print(f"filter pass over every node, no early stop (every shape, {len(names)} nodes): "
           f"p50 {statistics.median(filter_samples):.2f} ms, "
           f"p99 {percentile(filter_samples, 0.99):.2f} ms over {len(filter_samples)} calls")
     print(f"schedule(), all shapes: p50 {statistics.median(all_samples):.2f} ms, "

@@ -4,6 +4,7 @@ and an owner synced from it over HTTP (reflectors in threads, as in `manage.py w
 Django-free at import, so the cache benchmark can use `line` without settings."""
 import contextlib
 import json
+import os
 from pathlib import Path
 import subprocess
 import sys
@@ -33,6 +34,20 @@ def served_cluster(nodes, pods, *options):
         finally:
             process.terminate()
             process.wait()
+
+
+def start_redis(tmp: Path):
+    """REDIS_URL's Redis, else an embedded one in `tmp` (returned to be stopped)."""
+    from dashboard import embedded_redis
+    from dashboard.redis_urls import unix_url
+
+    if os.environ.get("REDIS_URL"):
+        return os.environ["REDIS_URL"], None
+    socket = tmp / "redis.sock"
+    server = subprocess.Popen(embedded_redis.command(socket))
+    url = unix_url(socket)
+    embedded_redis.wait_until_ready(url, server)
+    return url, server
 
 
 def cluster_pods(url) -> int:

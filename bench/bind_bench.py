@@ -23,19 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-
-def start_redis(tmp: Path):
-    """REDIS_URL's Redis, else an embedded one in `tmp` (returned to be stopped)."""
-    from dashboard import embedded_redis
-    from dashboard.redis_urls import unix_url
-
-    if os.environ.get("REDIS_URL"):
-        return os.environ["REDIS_URL"], None
-    socket = tmp / "redis.sock"
-    server = subprocess.Popen(embedded_redis.command(socket))
-    url = unix_url(socket)
-    embedded_redis.wait_until_ready(url, server)
-    return url, server
+from benchkit import start_redis  # noqa: E402
 
 
 TICK = os.sysconf("SC_CLK_TCK")

@@ -51,6 +51,9 @@ class PodRecord(models.Model):
             models.Index(fields=["node", "namespace", "name"], name="pod_node_ns_name"),
             models.Index(fields=["zone", "namespace", "name"], name="pod_zone_ns_name"),
             models.Index(fields=["name"], name="pod_name"),
+            # "recently changed first", overall and within a state (stuck assumed pods)
+            models.Index(fields=["changed_at", "uid"], name="pod_changed"),
+            models.Index(fields=["state", "changed_at", "uid"], name="pod_state_changed"),
         ]
 
     def __str__(self):

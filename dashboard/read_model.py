@@ -9,59 +9,87 @@ fragments must print the same values.
 
 Every count and sum is an SQL aggregate (Count, Sum, group by): nothing here
 loops over all pods, and the only loops over all nodes are the zones page's
-list of names. Lists of pods and nodes are pages (Django's Paginator), so a
-page costs the same at 150,000 pods and 5,000 nodes as at 400 and 40.
+list of names. The nodes and zones pages are `dashboard.node_reads`'s, the pods
+list is `dashboard.pod_query`'s.
 """
 from dataclasses import dataclass, field
 from datetime import timedelta
 import time
-from urllib.parse import urlencode
 
 import orjson
 import redis
-from django.core.paginator import Page, Paginator
-from django.db.models import (BigIntegerField, Case, Count, Max, Min, Q, Sum, Value, When)
+from django.db.models import BigIntegerField, Count, Max, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from dashboard.celery import app as celery_app
 from dashboard.feed.commands import redis_client
 from dashboard.feed.owner import STATUS_KEY
 from dashboard.models import (ComparerRun, NodeRecord, PodRecord, PodState, SnapshotSample,
                               Transition)
 
 GIB = 1024**3
-MIB = 1024**2
+NODES_PER_PAGE = 200    # the nodes page's and the REST list's
 RECENT = timedelta(minutes=5)   # "expired/forgotten in the last 5 minutes"
-NODES_PER_PAGE = 200
-PODS_PER_PAGE = 50
-ZONE_NODES_SHOWN = 100   # per zone, on the zones page
 STATES = [state.value for state in PodState]  # Pending, Assumed, Added, Expired, Forgotten
 
 
 # --- small values ---------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Usage:
-    """Requested against allocatable, for one resource."""
+    """Requested against allocatable, for one resource; `non_zero` is the scheduler's
+    non-zero requested (a container without a request counts 100m cpu / 200Mi memory)."""
     requested: float
     allocatable: float
     unit: str
+    non_zero: float | None = None
+    digits: int = 1     # decimals printed: 0 for things counted (pods, GPUs)
 
     @property
     def percent(self) -> int:
-        return round(100 * self.requested / self.allocatable) if self.allocatable else 0
+        return _percent(self.requested, self.allocatable)
+
+    @property
+    def non_zero_percent(self) -> int:
+        return _percent(self.non_zero or 0, self.allocatable)
+
+    @property
+    def shown(self) -> int:
+        """The requested bar's length in percent (a bar stops at its track's end)."""
+        return min(100, self.percent) if self.allocatable else (100 if self.requested else 0)
+
+    @property
+    def non_zero_shown(self) -> int:
+        return min(100, self.non_zero_percent) if self.allocatable else (
+            100 if self.non_zero else 0)
+
+    @property
+    def over(self) -> bool:
+        """More requested than allocatable (a deleted node's pods, or an over-commit)."""
+        return self.requested > self.allocatable
 
     @property
     def text(self) -> str:
-        return f"{self.requested:.1f} / {self.allocatable:.1f} {self.unit}"
+        return f"{self.requested:.{self.digits}f} / {self.allocatable:.{self.digits}f} {self.unit}"
+
+    @property
+    def non_zero_text(self) -> str:
+        return f"{self.non_zero:.{self.digits}f}" if self.non_zero is not None else ""
 
 
-def cpu(requested_milli, allocatable_milli) -> Usage:
-    return Usage((requested_milli or 0) / 1000, (allocatable_milli or 0) / 1000, "cores")
+def _percent(part, whole) -> int:
+    return round(100 * part / whole) if whole else 0
 
 
-def memory(requested_bytes, allocatable_bytes) -> Usage:
-    return Usage((requested_bytes or 0) / GIB, (allocatable_bytes or 0) / GIB, "GiB")
+def cpu(requested_milli, allocatable_milli, non_zero_milli=None) -> Usage:
+    return Usage((requested_milli or 0) / 1000, (allocatable_milli or 0) / 1000, "cores",
+                 None if non_zero_milli is None else non_zero_milli / 1000)
+
+
+def memory(requested_bytes, allocatable_bytes, non_zero_bytes=None) -> Usage:
+    return Usage((requested_bytes or 0) / GIB, (allocatable_bytes or 0) / GIB, "GiB",
+                 None if non_zero_bytes is None else non_zero_bytes / GIB)
 
 
 def ago(seconds: float) -> str:
@@ -78,7 +106,7 @@ def _since(moment) -> str:
     return ago((timezone.now() - moment).total_seconds())
 
 
-def _resource_sums():
+def resource_sums():
     """Sum() of the requested/allocatable cpu and memory in NodeRecord's JSON columns."""
     def total(column, key):
         return Sum(Cast(KT(f"{column}__{key}"), BigIntegerField()))
@@ -88,7 +116,7 @@ def _resource_sums():
             "memory_allocatable": total("allocatable", "memory")}
 
 
-def _usages(sums: dict) -> tuple[Usage, Usage]:
+def usages(sums: dict) -> tuple[Usage, Usage]:
     return (cpu(sums["cpu_requested"], sums["cpu_allocatable"]),
             memory(sums["memory_requested"], sums["memory_allocatable"]))
 
@@ -138,6 +166,43 @@ def recent_outcomes() -> RecentOutcomes:
     counts = {row["kind"]: row["n"] for row in rows}
     return RecentOutcomes(counts.get("pod_expired", 0), counts.get("pod_forgotten", 0),
                           int(RECENT.total_seconds() // 60))
+
+
+@dataclass(frozen=True)
+class BindHealth:
+    """The bind path: Celery's queue in Redis, and how recent binds ended (from the history:
+    a finished binding, or the pod forgotten by the bind task after its last attempt)."""
+    queued: int | None      # tasks waiting in Celery's queue; None when Redis did not answer
+    finished: int
+    failed: int
+    minutes: int
+
+    @property
+    def outcomes(self) -> int:
+        return self.finished + self.failed
+
+    @property
+    def failure_percent(self) -> int:
+        return _percent(self.failed, self.outcomes)
+
+
+def bind_queue_depth() -> int | None:
+    """Tasks waiting in Celery's default queue (a Redis list on the broker): binds, and
+    the reaper's and comparer's runs that share it."""
+    try:
+        return redis_client().llen(celery_app.conf.task_default_queue)
+    except redis.RedisError:
+        return None
+
+
+def bind_health() -> BindHealth:
+    rows = (Transition.objects.order_by()
+            .filter(at__gte=timezone.now() - RECENT, cause="bind",
+                    kind__in=["pod_binding_finished", "pod_forgotten"])
+            .values("kind").annotate(n=Count("*")))
+    counts = {row["kind"]: row["n"] for row in rows}
+    return BindHealth(bind_queue_depth(), counts.get("pod_binding_finished", 0),
+                      counts.get("pod_forgotten", 0), int(RECENT.total_seconds() // 60))
 
 
 # --- the owner ------------------------------------------------------------------------------
@@ -253,164 +318,15 @@ class Overview:
     comparison: ComparerResult | None
     cpu: Usage
     memory: Usage
+    binds: BindHealth
 
 
 def overview(owner: OwnerStatus | None = None) -> Overview:
     owner = owner or owner_status()
     nodes = NodeRecord.objects.aggregate(
-        nodes=Count("*"), missing=Count("name", filter=Q(has_node=False)), **_resource_sums())
-    cpu_usage, memory_usage = _usages(nodes)
+        nodes=Count("*"), missing=Count("name", filter=Q(has_node=False)), **resource_sums())
+    cpu_usage, memory_usage = usages(nodes)
     return Overview(pods=pod_counts(), recent=recent_outcomes(), nodes=nodes["nodes"],
                     missing_nodes=nodes["missing"], owner=owner, snapshot=snapshot_lag(owner),
-                    comparison=latest_comparison(), cpu=cpu_usage, memory=memory_usage)
-
-
-@dataclass(frozen=True)
-class NodeRow:
-    name: str
-    zone: str
-    has_node: bool
-    cpu: Usage
-    memory: Usage
-    pods: int
-    assumed: int
-    generation: int
-
-
-@dataclass(frozen=True)
-class NodePage:
-    rows: list[NodeRow]
-    page: Page
-    total: int
-    missing: int
-
-
-def nodes(page_number=1) -> NodePage:
-    """One page of NodeRecords by name, with their assumed pods counted in SQL."""
-    records = NodeRecord.objects.order_by("name").only(
-        "name", "zone", "has_node", "requested", "allocatable", "pods", "generation")
-    page = Paginator(records, NODES_PER_PAGE).get_page(page_number)
-    names = [record.name for record in page]
-    assumed = dict(PodRecord.objects.order_by()
-                   .filter(state=PodState.ASSUMED, node__in=names)
-                   .values_list("node").annotate(n=Count("*")))
-    rows = [NodeRow(name=r.name, zone=r.zone or "(no zone)", has_node=r.has_node,
-                    cpu=cpu(r.requested.get("milli_cpu"), r.allocatable.get("milli_cpu")),
-                    memory=memory(r.requested.get("memory"), r.allocatable.get("memory")),
-                    pods=r.pods, assumed=assumed.get(r.name, 0), generation=r.generation)
-            for r in page]
-    missing = NodeRecord.objects.filter(has_node=False).count()
-    return NodePage(rows, page, page.paginator.count, missing)
-
-
-@dataclass(frozen=True)
-class ZoneGroup:
-    label: str
-    count: int      # nodes in the zone; `nodes` holds the first ZONE_NODES_SHOWN of them
-    cpu: Usage
-    memory: Usage
-    nodes: list[tuple[int, str, bool]] = field(default_factory=list)
-    # (1-based position in NodeTree.list(), 0 when not in the tree; node name; has_node)
-
-    @property
-    def more(self) -> int:
-        """Nodes of the zone not listed (past ZONE_NODES_SHOWN)."""
-        return self.count - len(self.nodes)
-
-
-NOT_IN_TREE = "(not in the tree)"
-
-
-def _zone_label(zone: str, in_tree: bool) -> str:
-    if not in_tree:
-        return NOT_IN_TREE
-    return zone or "(no zone)"
-
-
-def zones() -> list[ZoneGroup]:
-    """Zones in NodeTree order (by their first node's tree_index), each with its first
-    ZONE_NODES_SHOWN nodes in tree order; nodes that left the tree (deleted, pods left) last.
-
-    list() interleaves the zones, so a zone's k-th node sits before position k * zones:
-    only the rows before ZONE_NODES_SHOWN * zones are read, whatever the cluster's size.
-    """
-    in_tree = Case(When(tree_index__gte=0, then=Value(True)), default=Value(False))
-    sums = (NodeRecord.objects.order_by().annotate(in_tree=in_tree)
-            .values("zone", "in_tree")
-            .annotate(first=Min("tree_index"), count=Count("name"), **_resource_sums()))
-    groups = {}
-    for row in sorted(sums, key=lambda r: (not r["in_tree"], r["first"])):
-        label = _zone_label(row["zone"], row["in_tree"])
-        groups[label] = ZoneGroup(label, row["count"], *_usages(row))
-    bound = ZONE_NODES_SHOWN * max(1, len(groups))
-    shown = (NodeRecord.objects.order_by("tree_index", "name")
-             .filter(tree_index__lt=bound)
-             .values_list("zone", "tree_index", "name", "has_node"))
-    for zone, index, name, has_node in shown:
-        group = groups[_zone_label(zone, index >= 0)]
-        if len(group.nodes) < ZONE_NODES_SHOWN:
-            group.nodes.append((max(0, index + 1), name, has_node))
-    return list(groups.values())
-
-
-@dataclass(frozen=True)
-class PodRow:
-    uid: str
-    namespace: str
-    name: str
-    state: str
-    node: str
-    zone: str
-    cpu: str
-    memory: str
-    priority: int
-    detail: str     # the expiry clock of an assumed pod
-    changed: str
-
-
-@dataclass(frozen=True)
-class PodPage:
-    rows: list[PodRow]
-    page: Page
-    state: str      # "" for every state
-    counts: PodCounts
-
-    @property
-    def query(self) -> str:
-        """The query string the pager keeps ("state=X&"), so pages stay filtered."""
-        return f"{urlencode({'state': self.state})}&" if self.state else ""
-
-
-class UnknownState(ValueError):
-    pass
-
-
-def _assumed_detail(record, now) -> str:
-    if record.state != PodState.ASSUMED:
-        return ""
-    if not record.binding_finished or record.deadline is None:
-        return "binding"
-    left = record.deadline - now
-    if left >= 0:
-        return f"bound, expires in {left:.0f} s"
-    return f"bound, expiry overdue by {-left:.0f} s"
-
-
-def pods(state: str = "", page_number=1) -> PodPage:
-    """One page of PodRecords by namespace/name, of one state or all."""
-    if state and state not in STATES:
-        raise UnknownState(f"unknown state {state!r}: one of {', '.join(STATES)}")
-    records = PodRecord.objects.order_by("namespace", "name").only(
-        "uid", "namespace", "name", "state", "node", "zone", "binding_finished", "deadline",
-        "milli_cpu", "memory", "priority", "changed_at")
-    if state:
-        records = records.filter(state=state)
-    page = Paginator(records, PODS_PER_PAGE).get_page(page_number)
-    now = time.time()
-    rows = [PodRow(uid=r.uid, namespace=r.namespace, name=r.name, state=r.state, node=r.node,
-                   zone=r.zone, cpu=f"{r.milli_cpu}m" if r.milli_cpu else "",
-                   memory=f"{r.memory / MIB:.0f} MiB" if r.memory else "",
-                   priority=r.priority, detail=_assumed_detail(r, now),
-                   changed=_since(r.changed_at))
-            for r in page]
-    return PodPage(rows, page, state, pod_counts())
+                    comparison=latest_comparison(), cpu=cpu_usage, memory=memory_usage,
+                    binds=bind_health())

@@ -29,7 +29,9 @@ def redis_settings(url: str) -> dict:
         "CHANNEL_LAYERS": {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [url]},
+                # A web process opens a connection per websocket joining or leaving a
+                # group at once; redis-py's default cap of 100 refused the 101st viewer.
+                "CONFIG": {"hosts": [{"address": url, "max_connections": 1000}]},
             },
         },
         "CELERY_BROKER_URL": celery_url(url),

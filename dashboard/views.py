@@ -1,40 +1,77 @@
 """The pages. Each renders a whole page, or for an htmx request only the
 partial the page is built from, so a page and its fragment never differ.
 
-They show the read model the cache owner writes (`dashboard.read_model`)."""
-from django.http import HttpResponseBadRequest
+They show the read model the cache owner writes (`dashboard.read_model`,
+`node_reads`, `snapshot_reads`, `event_reads`). Bad input gets the page with
+what was wrong (400), an unknown node its page saying so (404)."""
 from django.shortcuts import render
+from django.views.decorators.http import require_GET
 
-from dashboard import read_model
+from dashboard import event_reads, node_reads, read_model, snapshot_reads
 
 
-def _render(request, template: str, partial: str, context: dict):
+def _render(request, template: str, partial: str, context: dict, status: int = 200):
     if request.htmx:
-        return render(request, f"{template}#{partial}", context)
+        return render(request, f"{template}#{partial}", context, status=status)
     # The header says whether a live owner is behind what the page shows.
     context.setdefault("owner", read_model.owner_status())
-    return render(request, template, context)
+    return render(request, template, context, status=status)
 
 
+@require_GET
 def overview(request):
     overview = read_model.overview()
     return _render(request, "dashboard/overview.html", "counts",
                    {"overview": overview, "owner": overview.owner})
 
 
+@require_GET
 def nodes(request):
     return _render(request, "dashboard/nodes.html", "node-table",
-                   {"nodes": read_model.nodes(request.GET.get("page", 1))})
+                   {"nodes": node_reads.nodes(request.GET.get("page", 1))})
 
 
-def zones(request):
-    return _render(request, "dashboard/zones.html", "zone-groups",
-                   {"zones": read_model.zones()})
-
-
-def pods(request):
+@require_GET
+def node_detail(request, name: str):
+    owner = read_model.owner_status()
     try:
-        pods = read_model.pods(request.GET.get("state", ""), request.GET.get("page", 1))
-    except read_model.UnknownState as exc:
-        return HttpResponseBadRequest(str(exc), content_type="text/plain")
-    return _render(request, "dashboard/pods.html", "pod-list", {"pods": pods})
+        node = node_reads.node_detail(name, owner)
+    except node_reads.BadNodeName as exc:
+        return _render(request, "dashboard/node_detail.html", "node-live",
+                       {"name": name, "error": str(exc)}, status=400)
+    except node_reads.UnknownNode as exc:
+        return _render(request, "dashboard/node_detail.html", "node-live",
+                       {"name": name, "error": str(exc)}, status=404)
+    return _render(request, "dashboard/node_detail.html", "node-live",
+                   {"name": name, "node": node, "owner": owner})
+
+
+@require_GET
+def zones(request):
+    owner = read_model.owner_status()
+    return _render(request, "dashboard/zones.html", "zone-groups",
+                   {"tree": node_reads.zones(owner), "owner": owner})
+
+
+@require_GET
+def snapshot(request):
+    return _render(request, "dashboard/snapshot.html", "snapshot-live",
+                   {"snapshot": snapshot_reads.snapshot_page()})
+
+
+@require_GET
+def events(request):
+    try:
+        event_filter = event_reads.EventFilter.from_query(request.GET)
+    except event_reads.BadEventFilter as exc:
+        return _render(request, "dashboard/events.html", "event-list",
+                       dict(_EVENT_CHOICES, error=str(exc),
+                            filter=event_reads.EventFilter()), status=400)
+    return _render(request, "dashboard/events.html", "event-list",
+                   dict(_EVENT_CHOICES, events=event_reads.recent_events(event_filter),
+                        filter=event_filter))
+
+
+_EVENT_CHOICES = {"kinds": event_reads.KINDS, "causes": event_reads.CAUSES,
+                  "rows_kept": event_reads.ROWS_KEPT}
+

@@ -15,6 +15,7 @@ import threading
 from typing import Iterable, Optional, Protocol, runtime_checkable
 
 from schedcache import Snapshot
+from schedcache.events import NODE_ADDED, NODE_REMOVED, NODE_UPDATED
 
 from . import predicates, preemption
 from .noderecords import NodeRecords
@@ -28,7 +29,9 @@ class SchedulerAlgorithm(Protocol):
     def schedule(self, pod, suggested_nodes: Optional[Iterable[str]]) -> ScheduleResult:
         """Bind when a suggested node has room, preempt when room can be made, else wait.
 
-        A bound node must exist (be a current node) and should be suggested.
+        suggested_nodes: node names, a set or a list (kube-scheduler's order carries
+        no meaning; the extender passes a frozenset). A bound node must exist (be a
+        current node) and should be suggested.
         """
 
     # Track all current nodes of the whole cluster.
@@ -45,6 +48,9 @@ REQUIRED_METHODS = ("schedule", "add_node", "update_node", "delete_node", "add_a
                     "delete_allocated_pod")
 
 
+NODE_EVENTS = frozenset((NODE_ADDED, NODE_UPDATED, NODE_REMOVED))
+
+
 class FilterOutcome:
     """The filter pass of one schedule call."""
 
@@ -52,7 +58,8 @@ class FilterOutcome:
 
     def __init__(self, chosen, feasible, reasons, resolvable):
         self.chosen = chosen          # NodeRecord picked by the zone round robin, or None
-        self.feasible = feasible      # how many suggested nodes fit
+        self.feasible = feasible      # how many suggested nodes fit (1 when the pass stopped
+                                      # at the first: see DefaultAlgorithm.filter)
         self.reasons = reasons        # node name -> refusal
         self.resolvable = resolvable  # NodeRecords refused only for resources/ports
 
@@ -66,7 +73,8 @@ class DefaultAlgorithm:
     therefore no-ops: the cache's owner already applies node events and
     assumes/adds allocated pods, and the next snapshot update reflects them.
     They still take the lock, so the seed's ordering holds for a caller that
-    relies on it.
+    relies on it. The algorithm listens to the cache's node events only to know
+    which Node objects changed (the others' parsed labels and taints are kept).
     """
 
     name = "default"
@@ -79,6 +87,8 @@ class DefaultAlgorithm:
         self.records = NodeRecords()
         self.spreading = ZoneRoundRobin()
         self.lock = threading.RLock()
+        self.node_changed = {}     # node name -> generation of its last Node event
+        cache.subscribe(self._on_cache_event)
 
     # --- SchedulerAlgorithm --------------------------------------------------------------
     def schedule(self, pod, suggested_nodes=None) -> ScheduleResult:
@@ -122,34 +132,57 @@ class DefaultAlgorithm:
             self.cache.update_snapshot(self.snapshot)
             # Only the nodes changed since the records' last refresh need new records.
             self.records.refresh(self.snapshot,
-                                 self.cache.recently_changed(self.records.generation))
+                                 self.cache.recently_changed(self.records.generation),
+                                 self.node_changed)
 
-    def filter(self, view: PodView, suggested_nodes=None) -> FilterOutcome:
-        """Run the filters over the suggested nodes (every node when None); no side effects."""
+    def _on_cache_event(self, event):
+        """Runs in the thread changing the cache, under its lock: one dict write, no more."""
+        if event.kind in NODE_EVENTS:
+            self.node_changed[event.name] = event.generation
+
+    def filter(self, view: PodView, suggested_nodes=None, *, every_node=False) -> FilterOutcome:
+        """Run the filters over the suggested nodes (every node when None); no side effects.
+
+        The nodes are visited in the zone round robin's order, starting after the
+        node chosen last, so the first feasible node is the one the round robin
+        picks: the pass stops there (kube-scheduler's percentageOfNodesToScore
+        stops early too, but may then miss its best node; here nothing is missed).
+        Only a pod that fits nowhere visits every node, and then every refusal is
+        known. `every_node` visits them all anyway (to count the feasible nodes).
+        """
         records = self.records
-        by_name = records.by_name
+        ordered = records.ordered
         filters = predicates.for_pod(view)
         resolvable_filters = predicates.RESOLVABLE
-        count = len(records.ordered)
         start = self.spreading.start(records)
+        if suggested_nodes is None:
+            suggested = None
+        elif isinstance(suggested_nodes, (set, frozenset)):
+            suggested = suggested_nodes
+        else:
+            suggested = frozenset(suggested_nodes)
         reasons, resolvable = {}, []
-        best, best_distance, feasible = None, count, 0
-        names = by_name.keys() if suggested_nodes is None else suggested_nodes
-        for name in names:
-            record = by_name.get(name)
-            if record is None:
-                reasons[name] = predicates.NODE_NOT_FOUND
-                continue
-            for check in filters:
-                reason = check(view, record)
-                if reason is not None:
-                    reasons[name] = reason
-                    if check in resolvable_filters:
-                        resolvable.append(record)
-                    break
-            else:
-                feasible += 1
-                distance = (record.index - start) % count
-                if distance < best_distance:
-                    best, best_distance = record, distance
-        return FilterOutcome(best, feasible, reasons, resolvable)
+        chosen, feasible = None, 0
+        for part in (ordered[start:], ordered[:start]):
+            for record in part:
+                if suggested is not None and record.name not in suggested:
+                    continue
+                for check in filters:
+                    reason = check(view, record)
+                    if reason is not None:
+                        reasons[record.name] = reason
+                        if check in resolvable_filters:
+                            resolvable.append(record)
+                        break
+                else:
+                    feasible += 1
+                    if chosen is None:
+                        chosen = record
+                        if not every_node:
+                            return FilterOutcome(chosen, feasible, {}, [])
+        if suggested is not None and len(reasons) + feasible < len(suggested):
+            by_name = records.by_name
+            for name in suggested:
+                if name not in by_name:
+                    reasons[name] = predicates.NODE_NOT_FOUND
+        return FilterOutcome(chosen, feasible, reasons, resolvable)

@@ -7,7 +7,10 @@ sets, so the taint verdict is computed once per set per pod), the
 unschedulable flag, the zone and the free resources. Every NodeInfo change
 takes a new cache-wide generation, so a record is rebuilt exactly when its
 NodeInfo's generation moves; a schedule call after one binding rebuilds one
-record.
+record. Most moves are pods coming and going: the parsed Node parts (labels,
+taints, zone, unschedulable) are then taken from the old record, and the Node
+is decoded again only when the Node object itself changed since it was parsed
+(`node_changed`: name -> generation of its last node event).
 """
 from bisect import bisect_left
 
@@ -30,24 +33,30 @@ def _priority(pod_info):
 
 
 class NodeRecord:
-    __slots__ = ("name", "index", "generation", "info", "labels", "taints", "taint_id",
-                 "unschedulable", "zone", "free_cpu", "free_memory", "free_ephemeral",
-                 "free_pods", "free_scalars",
+    __slots__ = ("name", "index", "generation", "parsed_generation", "info", "labels", "taints",
+                 "taint_id", "unschedulable", "zone", "free_cpu", "free_memory",
+                 "free_ephemeral", "free_pods", "free_scalars",
                  "_priorities", "_by_priority")
 
-    def __init__(self, info, index):
-        node = info.node or {}
-        metadata = node.get("metadata") or {}
+    def __init__(self, info, index, parsed=None):
+        """`parsed`: an older record of the node whose Node object is still current."""
         requested, allocatable = info.requested, info.allocatable
         self.name = info.name
         self.index = index
         self.generation = info.generation
         self.info = info
-        self.labels = metadata.get("labels") or {}
-        self.taints = node_filter_taints(node)
-        self.taint_id = taint_set_id(self.taints)
-        self.unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
-        self.zone = zone_key(node)
+        if parsed is None:
+            node = info.node or {}
+            self.parsed_generation = info.generation
+            self.labels = (node.get("metadata") or {}).get("labels") or {}
+            self.taints = node_filter_taints(node)
+            self.taint_id = taint_set_id(self.taints)
+            self.unschedulable = bool((node.get("spec") or {}).get("unschedulable"))
+            self.zone = zone_key(node)
+        else:
+            self.parsed_generation = parsed.parsed_generation
+            self.labels, self.taints, self.taint_id = parsed.labels, parsed.taints, parsed.taint_id
+            self.unschedulable, self.zone = parsed.unschedulable, parsed.zone
         self.free_cpu = allocatable.milli_cpu - requested.milli_cpu
         self.free_memory = allocatable.memory - requested.memory
         self.free_ephemeral = allocatable.ephemeral_storage - requested.ephemeral_storage
@@ -106,20 +115,28 @@ class NodeRecords:
         """The snapshot generation the records were last brought to (0 before any)."""
         return self._generation or 0
 
-    def refresh(self, snapshot, changed=None):
+    def refresh(self, snapshot, changed=None, node_changed=None):
         """Bring the records to `snapshot`. `changed` (names changed since `generation`, as
         the cache's recently_changed gives them) spares a pass over every node when only
-        a few changed; without it, or when nodes came or went, every node is checked."""
+        a few changed; without it, or when nodes came or went, every node is checked.
+        `node_changed` (name -> generation of the node's last Node event) lets a record
+        keep its parsed Node; without it every changed record decodes its Node again."""
         infos = snapshot.node_info_list
         if infos is self._list and snapshot.generation == self._generation:
             return
+
+        def renewed(record, info, index):
+            keep = (record is not None and node_changed is not None
+                    and node_changed.get(info.name, 0) <= record.parsed_generation)
+            return NodeRecord(info, index, record if keep else None)
+
         old = self.by_name
         if infos is not self._list:
             by_name, ordered = {}, []
             for index, info in enumerate(infos):
                 record = old.get(info.name)
                 if record is None or record.generation != info.generation or record.info is not info:
-                    record = NodeRecord(info, index)
+                    record = renewed(record, info, index)
                 else:
                     record.index = index
                 by_name[record.name] = record
@@ -129,13 +146,13 @@ class NodeRecords:
             for name in changed:
                 record, info = old.get(name), snapshot.node_info_map.get(name)
                 if record is not None and info is not None and record.generation != info.generation:
-                    record = NodeRecord(info, record.index)
+                    record = renewed(record, info, record.index)
                     self.ordered[record.index] = old[name] = record
         else:
             ordered = self.ordered
             for index, info in enumerate(infos):
                 if ordered[index].generation != info.generation:
-                    record = NodeRecord(info, index)
+                    record = renewed(ordered[index], info, index)
                     ordered[index] = record
                     old[record.name] = record
         self._generation = snapshot.generation

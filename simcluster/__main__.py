@@ -35,8 +35,26 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--bookmark-interval", type=float, default=60.0)
     serve.add_argument("--faults", type=json.loads, default={},
                        help='fault knobs as JSON, e.g. \'{"bind_failure_rate": 0.1}\'')
+    serve.add_argument("--pools", type=_pool_sizes, default={},
+                       help="warm pools of idle pods, e.g. web=20,batch=10")
+    serve.add_argument("--pool-hold", type=float, default=0.0,
+                       help="seconds a claimed pool pod runs before it turns idle again "
+                            "(0: never)")
+    serve.add_argument("--pool-stop-delay", type=float, default=1.0,
+                       help="seconds a pool pod spends Stopping before it is Idle")
     serve.add_argument("--kubeconfig", help="write a kubeconfig for the server here")
     return parser
+
+
+def _pool_sizes(text: str) -> dict:
+    """"web=20,batch=10" -> {"web": 20, "batch": 10}."""
+    sizes = {}
+    for part in filter(None, text.split(",")):
+        name, sep, count = part.partition("=")
+        if not sep or not name or not count.isdigit():
+            raise argparse.ArgumentTypeError(f"not POOL=COUNT: {part!r}")
+        sizes[name] = int(count)
+    return sizes
 
 
 def main(argv=None) -> int:
@@ -45,7 +63,8 @@ def main(argv=None) -> int:
                      namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
                      kubelet=not args.no_kubelet, history=args.history,
                      bookmark_interval=args.bookmark_interval, host=args.host,
-                     port=args.port, faults=args.faults)
+                     port=args.port, faults=args.faults, pools=args.pools,
+                     pool_hold=args.pool_hold, pool_stop_delay=args.pool_stop_delay)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -21,6 +21,7 @@ from simcluster.faults import Faults
 from simcluster.generate import Cluster, PodSource, generate_cluster
 from simcluster.kubeconfig import write_kubeconfig
 from simcluster.kubelet import Kubelet
+from simcluster.pools import WarmPools
 from simcluster.resources import Api
 from simcluster.server import ApiServer
 from simcluster.store import Store
@@ -41,10 +42,13 @@ class SimCluster:
                  namespaces: int = 40, churn: float = 0.0, scheduler: bool = False,
                  kubelet: bool = True, history: int = 10000, bookmark_interval: float = 60.0,
                  watch_timeout: float = 1800.0, host: str = "127.0.0.1", port: int = 0,
-                 faults: dict | None = None):
+                 faults: dict | None = None, pools: dict | None = None,
+                 pool_hold: float = 0.0, pool_stop_delay: float = 1.0):
         """`cluster` (from generate_cluster) replaces the nodes/pods/zones arguments;
         `kubelet=False` leaves terminating pods and bound Pending pods as they are until
-        something calls `.kubelet.step()` (or sets its `auto` knob)."""
+        something calls `.kubelet.step()` (or sets its `auto` knob). `pools` ({"web": 20})
+        adds warm pools of idle pods, handed back idle `pool_hold` seconds after a claim
+        (0: never; see pools.py)."""
         self.store = Store(history)
         self.api = Api(self.store, seed=seed)
         generated = cluster or generate_cluster(nodes, pods, zones, seed, pending_fraction,
@@ -63,6 +67,9 @@ class SimCluster:
         self.churn = Churn(self.api, PodSource(seed, namespaces, zones), rate=churn,
                            scheduler=scheduler, seed=seed)
         self.kubelet = Kubelet(self.api, auto=kubelet, seed=seed)
+        self.pools = WarmPools(self.api, hold=pool_hold, stop_delay=pool_stop_delay)
+        for pool, count in (pools or {}).items():
+            self.pools.create(pool, count)
         self._address = (host, port)
         self._server = None
         self._server_lock = threading.Lock()
@@ -74,6 +81,7 @@ class SimCluster:
         self._serve()
         self.churn.start()
         self.kubelet.start()
+        self.pools.start()
         return self
 
     def _serve(self) -> None:
@@ -86,6 +94,7 @@ class SimCluster:
     def stop(self) -> None:
         self.churn.stop()
         self.kubelet.stop()
+        self.pools.stop()
         self._shutdown_server()
 
     def _shutdown_server(self) -> None:
@@ -145,7 +154,8 @@ class SimCluster:
         return {"url": self.url, "resourceVersion": str(rv), "counts": counts,
                 "watches": self.watchers.count(), "watches_opened": self.watchers.opened,
                 "churn": self.churn.knobs(),
-                "faults": self.faults.knobs(), "kubelet": self.kubelet.knobs()}
+                "faults": self.faults.knobs(), "kubelet": self.kubelet.knobs(),
+                "pools": self.pools.knobs()}
 
     # -- clients and accessors -------------------------------------------------------------
 

@@ -3,10 +3,12 @@
     GET  /simcluster/v1/state          counts, resourceVersion, open watches, all knobs
     POST /simcluster/v1/churn          {"rate": 50, "scheduler": true, "weights": {...}}
     POST /simcluster/v1/faults         {"bind_failure_rate": 0.2, "bind_failure_code": 409,
-                                        "bind_delay": 0.5, "lose_event_rate": 0.1}
+                                        "bind_delay": 0.5, "lose_event_rate": 0.1,
+                                        "update_conflict_rate": 0.3}
     POST /simcluster/v1/kubelet        {"auto": true, "finish_deletes": true,
                                         "start_pods": true, "start_delay": 1.0,
                                         "grace_cap": 2.0}
+    POST /simcluster/v1/pools          {"create": {"web": 20}, "hold": 5.0, "stop_delay": 1.0}
     POST /simcluster/v1/drop-watches   {"abrupt": false}
     POST /simcluster/v1/compact        {}
     POST /simcluster/v1/kill           {"seconds": 5}   (the API goes down, then comes back)
@@ -28,6 +30,8 @@ def handle(cluster, method: str, action: str, body: dict) -> tuple:
             return 200, cluster.faults.update(**body)
         if action == "kubelet":
             return 200, cluster.kubelet.update(**body)
+        if action == "pools":
+            return 200, cluster.pools.update(**body)
         if action == "drop-watches":
             return 200, {"dropped": cluster.drop_watches(abrupt=bool(body.get("abrupt")))}
         if action == "compact":

@@ -1,4 +1,5 @@
-"""Fault knobs: failed or slow binds and lost watch events, changeable at any time.
+"""Fault knobs: failed or slow binds, conflicting pod updates and lost watch events,
+changeable at any time.
 
 Draws come from one seeded RNG so a run with the same knobs fails the same share.
 """
@@ -17,6 +18,7 @@ class Faults:
     bind_failure_code: int = 500     # 409 is a Conflict; any other code a plain failure
     bind_delay: float = 0.0          # seconds every client bind waits before it runs
     lose_event_rate: float = 0.0     # share of writes whose watch event is never sent
+    update_conflict_rate: float = 0.0  # share of client pod updates/patches answered 409
     seed: int = 0
     _rng: random.Random = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -55,9 +57,19 @@ class Faults:
                                                    "failure", None,
                            {"causes": [{"message": "simulated bind failure"}]})
 
+    def before_update(self, resource: str, name: str) -> None:
+        """Fail a client's PUT or PATCH of a pod with a 409 Conflict, as if another writer
+        had changed it first (the pod itself is left as it is)."""
+        if resource == "pods" and self._draw(self.update_conflict_rate):
+            raise ApiError(409, f'Operation cannot be fulfilled on pods "{name}": the object '
+                                "has been modified; please apply your changes to the latest "
+                                "version and try again", "Conflict",
+                           {"name": name, "kind": "pods"})
+
     def lose_event(self) -> bool:
         """Consulted by the store for every write."""
         return self._draw(self.lose_event_rate)
 
 
-_KNOBS = ("bind_failure_rate", "bind_failure_code", "bind_delay", "lose_event_rate")
+_KNOBS = ("bind_failure_rate", "bind_failure_code", "bind_delay", "lose_event_rate",
+          "update_conflict_rate")

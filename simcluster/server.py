@@ -326,6 +326,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(201, status_body(201, success=True))
 
     def _object(self, method, resource, key, subresource=None):
+        if method in ("PUT", "PATCH") and subresource is None:
+            self.server.ctx.faults.before_update(resource, key.rsplit("/", 1)[-1])
         if method == "GET":
             entry = self.api.get(resource, key)
         elif method == "PUT":

@@ -20,6 +20,13 @@ errors.install(api)
 
 # --- routers: one line each ---------------------------------------------------------------
 api.add_router("/me", "dashboard.api.me.router")
+api.add_router("/pods", "dashboard.api.pods.router")
+api.add_router("/nodes", "dashboard.api.nodes.router")
+api.add_router("/", "dashboard.api.cluster.router")   # /zones, /snapshot, /comparer
+api.add_router("/events", "dashboard.api.events.router")
+api.add_router("/pools", "dashboard.pools.api.router")
+api.add_router("/statuses", "dashboard.api.statuses.router")
+api.add_router("/extender", "dashboard.extender.api.router")   # kube-scheduler's, no login
 
 
 def urls():

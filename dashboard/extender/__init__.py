@@ -1,8 +1,11 @@
 """The scheduler extender (kube-scheduler's filter/bind/preempt), run inside the cache owner.
 
 `core.Extender` answers the extender API's JSON; `statuses.PodScheduleStatuses`
-keeps what it decided per pod (HiveD's seed). No Django here: the HTTP views
-forward to the owner over the command channel (`handlers.command_handlers`).
+keeps what it decided per pod (HiveD's seed); `bindsender.BindSender` publishes
+its binds off the owner's thread. No Django in those: the HTTP views (`views.py`,
+listed in the REST schema by `api.py`) forward to the owner over the command
+channel (`handlers.command_handlers`); the statuses page (`pages.py`, live by
+`consumer.py`) and REST read the statuses through `status_reads.py`.
 """
 from .core import Extender, ExtenderUserError
 from .statuses import (BIND_INFO_ANNOTATION, PodScheduleStatus, PodScheduleStatuses,

@@ -1,17 +1,23 @@
 """The owner's command handlers for the extender: op -> handler(args, actor).
 
-The HTTP views (next step) send the request body as the command's args, e.g.
+The HTTP views send the request body as the command's args, e.g.
 `commands.send("extender_filter", body)`, and answer the result as the JSON
-body (200), or 400 with the message of a refused command.
+body (200), or 400 with the message of a refused command. The statuses page
+and REST read the statuses with `extender_status` (one pod, by uid or by
+namespace and name) and `extender_statuses` (a page, filtered by state).
 
-    owner.commands.handlers.update(command_handlers(extender))
+    owner.register(command_handlers(extender))
 """
 from dashboard.feed.commands import CommandError
 
 from .core import Extender, ExtenderUserError
 from .statuses import TransitionError
 
-OPS = ("extender_filter", "extender_bind", "extender_preempt", "extender_status")
+from .statuses import STATES
+
+OPS = ("extender_filter", "extender_bind", "extender_preempt", "extender_status",
+       "extender_statuses")
+MAX_LIMIT = 1000
 
 
 def _guarded(call):
@@ -25,14 +31,47 @@ def _guarded(call):
     return handler
 
 
+def _text(args, key) -> str:
+    value = args.get(key)
+    if not isinstance(value, str) or not value:
+        raise ExtenderUserError(f"{key} must be a non-empty string")
+    return value
+
+
+def _count(args, key, default, most) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+        raise ExtenderUserError(f"{key} must be an integer from 0 to {most}")
+    return value
+
+
 def command_handlers(extender: Extender) -> dict:
+    statuses = extender.statuses
+
     def status(args):
-        uid = args.get("uid")
-        if not isinstance(uid, str) or not uid:
-            raise ExtenderUserError("extender_status needs a uid")
-        return extender.status(uid)
+        """{"uid"} or {"namespace", "name"} -> the pod's full status; 404 when untracked."""
+        if "uid" in args:
+            return extender.status(_text(args, "uid"))
+        namespace, name = args.get("namespace"), _text(args, "name")
+        if not isinstance(namespace, str):
+            raise ExtenderUserError("namespace must be a string")
+        found = statuses.find(namespace, name)
+        if found is None:
+            raise CommandError(404, f"the extender tracks no pod {namespace}/{name}")
+        return found.as_dict()
+
+    def page(args):
+        """{"state"?, "offset"?, "limit"?} -> {"total", "counts", "items": summaries}."""
+        state = args.get("state")
+        if state is not None and state not in STATES:
+            raise ExtenderUserError(f"state must be one of {', '.join(STATES)}")
+        total, items = statuses.page(state, _count(args, "offset", 0, 10 ** 9),
+                                     _count(args, "limit", 50, MAX_LIMIT))
+        return {"total": total, "counts": statuses.counts(),
+                "items": [s.summary() for s in items]}
 
     return {"extender_filter": _guarded(extender.filter),
             "extender_bind": _guarded(extender.bind),
             "extender_preempt": _guarded(extender.preempt),
-            "extender_status": _guarded(status)}
+            "extender_status": _guarded(status),
+            "extender_statuses": _guarded(page)}

@@ -92,11 +92,25 @@ class PodScheduleStatus:
 
     def as_dict(self) -> dict:
         """Plain data (JSON-ready), for the owner's replies and for comparisons."""
+        return dict(self.summary(), wait_reasons=dict(self.wait_reasons))
+
+    def summary(self) -> dict:
+        """as_dict without the reason of every node (thousands on a big cluster): each
+        distinct reason with how many nodes gave it, as kube-scheduler's own
+        "0/5000 nodes are available: 4990 Insufficient cpu, ..." counts them."""
         return {"uid": self.uid, "namespace": self.namespace, "name": self.name,
                 "state": self.state, "node": self.node, "bind_attempts": self.bind_attempts,
                 "bind_requested": self.bind_requested,
-                "wait_reasons": dict(self.wait_reasons),
+                "reasons": reason_counts(self.wait_reasons),
                 "victims": {n: [v.__dict__.copy() for v in vs] for n, vs in self.victims.items()}}
+
+
+def reason_counts(wait_reasons: Mapping[str, str]) -> dict:
+    """reason -> how many nodes gave it, most frequent first."""
+    counts = {}
+    for reason in wait_reasons.values():
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
 class PodScheduleStatuses:
@@ -105,6 +119,7 @@ class PodScheduleStatuses:
     def __init__(self):
         self._lock = threading.RLock()
         self._statuses: dict[str, PodScheduleStatus] = {}
+        self.version = 0   # grows with every change: live pages redraw when it moved
 
     # --- reading ----------------------------------------------------------------------------
     def get(self, uid) -> Optional[PodScheduleStatus]:
@@ -132,6 +147,23 @@ class PodScheduleStatuses:
                 counts[status.state] += 1
             return counts
 
+    def page(self, state: Optional[str] = None, offset: int = 0, limit: int = 50) -> tuple:
+        """(how many match, the matching statuses from `offset`, at most `limit`), by
+        namespace then name. Sorts every match: fine for the tens of thousands of pods
+        an extender tracks at once, called for a page view, not per scheduling call."""
+        with self._lock:
+            matching = [s for s in self._statuses.values() if state is None or s.state == state]
+        matching.sort(key=lambda s: (s.namespace, s.name, s.uid))
+        return len(matching), matching[offset:offset + limit]
+
+    def find(self, namespace: str, name: str) -> Optional[PodScheduleStatus]:
+        """The status of the pod named `namespace/name` (a scan: for one person's request)."""
+        with self._lock:
+            for status in self._statuses.values():
+                if status.name == name and status.namespace == namespace:
+                    return status
+        return None
+
     # --- transitions --------------------------------------------------------------------------
     def check(self, uid, to_state, *, label="") -> None:
         """Raise TransitionError unless the pod may move to `to_state` now."""
@@ -158,6 +190,7 @@ class PodScheduleStatuses:
             status = PodScheduleStatus(uid=uid, namespace=namespace, name=name, state=to_state,
                                        **fields)
             self._statuses[uid] = status
+            self.version += 1
             return status
 
     def wait(self, uid, namespace="", name="", reasons: Mapping[str, str] = ()):
@@ -191,6 +224,7 @@ class PodScheduleStatuses:
     def remove(self, uid) -> Optional[PodScheduleStatus]:
         """-> Unknown (always allowed); returns the status dropped, if any."""
         with self._lock:
+            self.version += 1
             return self._statuses.pop(uid, None)
 
     def count_bind_attempt(self, uid) -> int:
@@ -201,6 +235,7 @@ class PodScheduleStatuses:
                 raise TransitionError(f"pod {self._label(uid, '', '')} is {self.state(uid)}, "
                                       f"only a Binding pod counts bind attempts")
             status.bind_attempts += 1
+            self.version += 1
             return status.bind_attempts
 
     def mark_bind_requested(self, uid) -> None:
@@ -210,6 +245,7 @@ class PodScheduleStatuses:
                 raise TransitionError(f"pod {self._label(uid, '', '')} is {self.state(uid)}, "
                                       f"only a Binding pod can be sent to bind")
             status.bind_requested = True
+            self.version += 1
 
     # --- restart ------------------------------------------------------------------------------
     def rebuild(self, pods: Iterable[Mapping]) -> dict:
@@ -237,4 +273,5 @@ class PodScheduleStatuses:
                                                   pod=placed)
         with self._lock:
             self._statuses = restored
+            self.version += 1
         return self.counts()

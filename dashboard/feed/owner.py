@@ -10,6 +10,7 @@ work, so tests drive it step by step.
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
+import functools
 import logging
 import queue
 import threading
@@ -96,6 +97,7 @@ class CacheOwner:
         self.lister = lister          # () -> CompareRequest, from the API server (comparer)
         self.on_drift = on_drift      # called when a comparison finds drift: relist to heal
         self.on_pods_listed = None    # called with every full pod list (the extender restores)
+        self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
         self.seq_base = seq_base      # sequence numbers continue across owners
         self.epoch = epoch            # stamped on every row this owner writes
@@ -285,7 +287,7 @@ class CacheOwner:
                 "finish_binding": self.cmd_finish_binding,
                 "forget": self.cmd_forget, "expire": self.cmd_expire, "reap": self.cmd_reap,
                 "compare": self.cmd_compare, "get_pod": self.cmd_get_pod,
-                "status": self.cmd_status}
+                "get_node": self.cmd_get_node, "status": self.cmd_status}
 
     def register(self, handlers: dict, cause: str = None):
         """Serve more commands; the transitions they make are recorded with `cause`
@@ -407,6 +409,15 @@ class CacheOwner:
                 "binding_finished": status[0] if status else None,
                 "deadline": status[1] if status else None}
 
+    def cmd_get_node(self, args, actor):
+        """A node's images (name, size, nodes holding it): the read model only counts them."""
+        info = self.cache.node_info(args.get("name") or "")
+        if info is None:
+            raise CommandError(404, f"node {args.get('name')!r} is not in the cache")
+        return {"name": info.name, "generation": info.generation,
+                "images": sorted([image, state.size, state.num_nodes]
+                                 for image, state in info.image_states.items())}
+
     def cmd_status(self, args, actor):
         return self.status()
 
@@ -417,7 +428,15 @@ class CacheOwner:
                 "pending": len(self.pending), "generation": cache.generation,
                 "snapshot_generation": self.snapshot.generation,
                 "seq": self.seq_base + cache.event_seq, "synced": all(self.synced.values()),
-                "feed_backlog": self.feed.qsize(), **self.stats}
+                "feed_backlog": self.feed.qsize(), "round_robin": self._round_robin(),
+                **self.stats, **{k: v for part in self.status_parts for k, v in part().items()}}
+
+    def _round_robin(self) -> dict:
+        """NodeTree.next()'s position: the zone it asks next, each zone's next node."""
+        position = self.cache.node_tree.position()
+        return {"zone_index": position["zone_index"],
+                "zones": [[zone_display(zone), index]
+                          for zone, index in position["zones"].items()]}
 
     # --- comparer ----------------------------------------------------------------------------
     def cmd_compare(self, args, actor):
@@ -505,11 +524,16 @@ class CacheOwner:
         if (not self._pruned and all(self.synced.values())
                 and not self._dirty_pods and not self._dirty_nodes):
             batch.prune_epoch, self._pruned = self.epoch, True
-        if self.writer is not None:
-            self.writer.submit(batch)
         status = self.status()
+        publish = None
         if self.publisher is not None:
-            self.publisher.publish(published, status)
+            publish = functools.partial(self.publisher.publish, published, status)
+        if self.writer is not None:
+            # Pages re-render from the read model, so they hear of a change only once
+            # its rows are written; published first, they would draw the old state.
+            self.writer.submit(batch, then=publish)
+        elif publish is not None:
+            publish()
         if self.redis is not None:
             pipe = self.redis.pipeline()
             pipe.set(STATUS_KEY, orjson.dumps(dict(status, at=self.clock())), ex=STATUS_TTL)

@@ -86,11 +86,12 @@ class ProjectionWriter:
         self._thread.start()
         return self
 
-    def submit(self, batch: Batch):
-        if batch:
+    def submit(self, batch: Batch, then=None):
+        """Queue `batch`; `then()` runs once it is written (or failed), in submission order."""
+        if batch or then is not None:
             with self._idle:
                 self._submitted += 1
-            self._queue.put(batch)
+            self._queue.put((batch, then))
 
     def wait_idle(self, timeout=None) -> bool:
         """Block until every submitted batch has been written (or failed)."""
@@ -121,10 +122,16 @@ class ProjectionWriter:
     def _run(self):
         try:
             while True:
-                batch = self._queue.get()
-                if batch is None:
+                item = self._queue.get()
+                if item is None:
                     return
-                outcome = self._write_with_retries(batch)
+                batch, then = item
+                outcome = self._write_with_retries(batch) if batch else "written"
+                if then is not None:
+                    try:
+                        then()
+                    except Exception:
+                        log.exception("after writing a batch: %r failed", then)
                 with self._idle:
                     setattr(self, outcome, getattr(self, outcome) + 1)
                     self._idle.notify_all()

@@ -88,8 +88,9 @@ def test_the_schema_and_docs_are_served(viewer_client):
     assert viewer_client.get("/api/v1/docs").status_code == 200
 
 
-def test_first_login_makes_an_operator_once(tmp_path):
+def test_first_login_makes_an_operator_once(tmp_path, django_user_model):
     from dashboard.management.commands.up import first_login
+    django_user_model.objects.all().delete()   # a database without users (rolled back after)
     message = first_login(tmp_path)
     password = (tmp_path / "operator-password").read_text().strip()
     assert password in message

@@ -42,6 +42,8 @@ async def test_a_burst_of_flushes_arrives_coalesced_and_fresh(redis_url, ws_head
     communicator = await connected(ws_headers)
     layer = get_channel_layer()
     try:
+        first = await communicator.receive_from(timeout=10)   # the push that follows a connect
+        assert '<dd>3</dd>' in first
         for seq in range(5):
             await layer.group_send(EVENTS_GROUP, flush_message(seq))
         html = await communicator.receive_from(timeout=10)

@@ -33,7 +33,7 @@ def test_embedded_defaults(load_settings):
     assert s["DATABASES"]["default"]["NAME"] == str(var / "schedview.sqlite3")
     assert s["EMBEDDED_REDIS_SOCKET"] == var / "redis.sock"
     assert s["REDIS_URL"] == f"unix://{var}/redis.sock"
-    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == [s["REDIS_URL"]]
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"] == s["REDIS_URL"]
     assert s["CELERY_BROKER_URL"] == f"redis+socket://{var}/redis.sock?virtual_host=0"
     assert s["CELERY_RESULT_BACKEND"] == s["CELERY_BROKER_URL"]
     assert s["SCHEDVIEW_CACHE_TTL"] == 30.0
@@ -52,14 +52,14 @@ def test_postgres_and_redis_over_tcp(load_settings):
     assert (db["ENGINE"], db["NAME"], db["USER"], db["HOST"], db["PORT"]) == (
         "django.db.backends.postgresql", "test", "postgres", "127.0.0.1", 5432)
     assert s["EMBEDDED_REDIS_SOCKET"] is None
-    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == ["redis://127.0.0.1:6379/0"]
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"] == "redis://127.0.0.1:6379/0"
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/0"
 
 
 def test_redis_on_a_unix_socket(load_settings):
     s = load_settings(REDIS_URL="unix:///run/redis/redis.sock?db=2")
     assert s["EMBEDDED_REDIS_SOCKET"] is None
-    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"] == ["unix:///run/redis/redis.sock?db=2"]
+    assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"] == "unix:///run/redis/redis.sock?db=2"
     assert s["CELERY_BROKER_URL"] == "redis+socket:///run/redis/redis.sock?virtual_host=2"
 
 

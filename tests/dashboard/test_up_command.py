@@ -1,5 +1,6 @@
 """`manage.py up` end to end, on the embedded default in a temporary var dir."""
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import pytest
+import requests
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -26,14 +28,28 @@ def up(var_dir: Path, port: int) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
-def read_until(process: subprocess.Popen, text: str) -> str:
-    """The output up to the first line holding `text`; fails if the process ends first."""
-    seen = []
+def read_until(process: subprocess.Popen, *texts: str) -> str:
+    """The output up to the line where every one of `texts` has shown; fails if the
+    process ends first."""
+    seen, missing = [], set(texts)
     for line in process.stdout:
         seen.append(line)
-        if text in line:
+        missing = {text for text in missing if text not in line}
+        if not missing:
             return "".join(seen)
-    pytest.fail(f"{text!r} never printed:\n{''.join(seen)}")
+    pytest.fail(f"{missing!r} never printed:\n{''.join(seen)}")
+
+
+def logged_in(base: str, output: str) -> requests.Session:
+    """A browser session logged in with the operator account `up` printed."""
+    password = re.search(r"log in as operator, password (\S+)", output).group(1)
+    session = requests.Session()
+    session.get(f"{base}/accounts/login/").raise_for_status()
+    response = session.post(f"{base}/accounts/login/", data={
+        "username": "operator", "password": password,
+        "csrfmiddlewaretoken": session.cookies["csrftoken"]}, allow_redirects=False)
+    assert response.status_code == 302, response.text
+    return session
 
 
 def drain(process: subprocess.Popen):
@@ -45,12 +61,11 @@ def drain(process: subprocess.Popen):
     return reader, lines
 
 
-def page_showing(url: str, text: str, timeout: float = 90.0) -> str:
+def page_showing(session: requests.Session, url: str, text: str, timeout: float = 90.0) -> str:
     """Poll a page until the owner's rows put `text` on it."""
     deadline = time.monotonic() + timeout
     while True:
-        with urlopen(url) as response:
-            html = response.read().decode()
+        html = session.get(url).text
         if text in html:
             return html
         if time.monotonic() > deadline:
@@ -68,11 +83,13 @@ def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
     port = free_port()
     process = up(tmp_path, port)
     try:
-        read_until(process, f"Listening on TCP address 127.0.0.1:{port}")
+        base = f"http://127.0.0.1:{port}"
+        started = read_until(process, f"Listening on TCP address 127.0.0.1:{port}",
+                             "schedview: http")
         reader, output = drain(process)
         assert (tmp_path / "redis.sock").exists()
         # The simulated cluster's nodes reach the page through the owner's read model.
-        page_showing(f"http://127.0.0.1:{port}/nodes/", "node-zone-a-00000")
+        page_showing(logged_in(base, started), f"{base}/nodes/", "node-zone-a-00000")
         with urlopen(f"http://127.0.0.1:{port}/static/schedview.css") as response:
             assert response.status == 200
         process.send_signal(signal.SIGINT)

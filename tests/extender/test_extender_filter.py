@@ -24,9 +24,8 @@ def test_placed_pod_becomes_binding_and_is_assumed_on_the_node(world, cache_capa
     else:
         assert result["NodeNames"] is None
         assert result["Nodes"]["items"] == [world.nodes[node]]   # the Node as sent
-    # The other candidates are refused for good: preemption cannot move a decided placement.
-    assert set(result["FailedAndUnresolvableNodes"]) == {"n1", "n2", "n3"} - {node}
-    assert result["FailedNodes"] == {}
+    # With a node listed kube-scheduler reads no refusals: none are sent.
+    assert result["FailedAndUnresolvableNodes"] == {} and result["FailedNodes"] == {}
 
     status = world.statuses.get("uid-web")
     assert status.state == "Binding" and status.node == node and status.bind_attempts == 0
@@ -205,3 +204,15 @@ def test_pod_already_in_the_cache_is_a_platform_error_not_a_half_change(world):
     result = world.extender.filter(filter_args(pod, nodes))
     assert "can't be assumed" in result["Error"]
     assert world.state() == before
+
+
+def test_each_call_is_decided_over_its_own_node_names(world):
+    """The extender remembers the last NodeNames (kube-scheduler repeats them): a call with
+    other names must still be decided over those."""
+    nodes = [world.node("n1"), world.node("n2"), world.node("n3")]
+    for names in (["n1", "n2", "n3"], ["n3"], ["n2", "n2"], ["n1", "n2", "n3"], ["n1"]):
+        pod = world.pod(requests={"cpu": "1"})
+        suggested = [world.nodes[n] for n in names]
+        result = world.extender.filter(filter_args(pod, suggested))
+        assert result_names(result)[0] in names, names
+    assert [n["metadata"]["name"] for n in nodes] == ["n1", "n2", "n3"]

@@ -42,6 +42,8 @@ def filter_bodies(world, nodes):
         "no candidates": {"Pod": pod, "Nodes": None, "NodeNames": None},
         "NodeNames a string": dict(good, NodeNames="n1"),
         "NodeNames with a number": dict(good, NodeNames=["n1", 2]),
+        "NodeNames with an empty name": dict(good, NodeNames=["n1", ""]),
+        "NodeNames with an object": dict(good, NodeNames=["n1", {"name": "n2"}]),
         "Nodes a list": {"Pod": pod, "Nodes": [], "NodeNames": None},
         "Nodes items an object": {"Pod": pod, "Nodes": {"items": {}}, "NodeNames": None},
         "a Node without a name": {"Pod": pod, "Nodes": {"items": [{"metadata": {}}]},

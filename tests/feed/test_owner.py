@@ -256,3 +256,23 @@ def test_a_large_backlog_of_rows_is_written_over_several_flushes(owner, writer, 
     flushed(owner, writer)
     assert PodRecord.objects.count() == 5            # all rows written, then the prune
     assert not PodRecord.objects.filter(uid="left-over").exists()
+
+
+def test_a_flush_is_published_only_once_its_rows_are_written(writer):
+    """Pages re-render from the read model when they hear of a flush: by then the rows
+    and the transitions it announces must be in the database."""
+    seen = []
+
+    class Recorder:
+        def publish(self, events, status):
+            seen.append((events, set(Transition.objects.values_list("seq", flat=True)),
+                         set(PodRecord.objects.values_list("name", flat=True))))
+
+    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
+                       publisher=Recorder(), seq_base=100, epoch=7, clock=Clock())
+    synced(owner, nodes("n1"), [pod("a", "n1")])
+    flushed(owner, writer)
+    events, written_seqs, written_pods = seen[-1]
+    announced = {event["seq"] for event in events if event["kind"] != "snapshot_updated"}
+    assert announced and announced <= written_seqs
+    assert "a" in written_pods

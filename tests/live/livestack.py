@@ -1,4 +1,6 @@
 """Helpers for the live tests: the processes of a stack, and waiting on conditions."""
+import os
+import socket
 import subprocess
 import sys
 import time
@@ -9,7 +11,7 @@ import orjson
 import urllib3
 from django.db import connection
 
-from dashboard.feed.commands import send
+from dashboard.feed.commands import CommandError, redis_client, send
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,6 +42,7 @@ class Stack:
     tmp: Path
     env: dict
     cluster_url: str = ""
+    web_url: str = ""
     processes: dict = field(default_factory=dict)
     http: urllib3.PoolManager = field(default_factory=urllib3.PoolManager)
 
@@ -59,6 +62,48 @@ class Stack:
         assert response.status == 200, response.data
         return orjson.loads(response.data)
 
+    def cluster(self, kubeconfig, *options):
+        """`python -m simcluster serve` writing `kubeconfig`; waits until it serves and
+        records its URL (the first line it prints)."""
+        process = self.start("cluster", [sys.executable, "-m", "simcluster", "serve", *options,
+                                         "--kubeconfig", str(kubeconfig)])
+        wait_for(lambda: kubeconfig.exists() or process.poll() is not None, 60, "the cluster")
+        self.cluster_url = wait_for(lambda: self.log("cluster").split("\n", 1)[0].strip()
+                                    if "\n" in self.log("cluster") else "", 10,
+                                    "the cluster's URL")
+        return self.cluster_url
+
+    def celery(self):
+        """A Celery worker (binds) and beat (reaper, comparer)."""
+        self.start("worker", [sys.executable, "-m", "celery", "-A", "dashboard", "worker",
+                              "--loglevel", "WARNING", "--concurrency", "2"])
+        self.start("beat", [sys.executable, "-m", "celery", "-A", "dashboard", "beat",
+                            "--loglevel", "WARNING", "--schedule", str(self.tmp / "beat")])
+
+    def web(self, timeout=60.0):
+        """daphne serving dashboard.asgi:application on a free port, as `manage.py up`
+        runs it; returns its base URL once it answers HTTP."""
+        port = free_port()
+        process = self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p",
+                                     str(port), "dashboard.asgi:application"])
+        url = f"http://127.0.0.1:{port}"
+
+        def answers():
+            assert process.poll() is None, f"daphne exited: {self.log('web')[-2000:]}"
+            try:
+                return self.http.request("GET", f"{url}/", redirect=False, retries=False,
+                                         timeout=5).status
+            except urllib3.exceptions.HTTPError:
+                return None
+        wait_for(answers, timeout, "the web to answer")
+        self.web_url = url
+        return url
+
+    def stop_all(self):
+        """Stop every process, newest first."""
+        for name in reversed(list(self.processes)):
+            self.stop(name)
+
     def log(self, name):
         return (self.tmp / f"{name}.log").read_text(errors="replace")
 
@@ -66,6 +111,51 @@ class Stack:
         process = self.processes.pop(name)
         getattr(process, sig)()
         process.wait(timeout=30)
+
+
+def child_env(tmp, redis_url, kubeconfig, **settings) -> dict:
+    """The environment of a stack's processes: this run's Redis and test database, the
+    cluster's kubeconfig, files under `tmp`, and SCHEDVIEW_* settings by keyword."""
+    return dict(os.environ, REDIS_URL=redis_url, DATABASE_URL=database_url(),
+                SCHEDVIEW_KUBECONFIG=str(kubeconfig), SCHEDVIEW_VAR_DIR=str(tmp),
+                DJANGO_SETTINGS_MODULE="dashboard.settings",
+                **{f"SCHEDVIEW_{name.upper()}": str(value) for name, value in settings.items()})
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago (the OS picked it)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def clear_redis():
+    """Forget what earlier runs left in Redis: the owner's keys (lease, commands, status)
+    and tasks still queued for Celery."""
+    client = redis_client()
+    for key in client.scan_iter("schedview:*"):
+        client.delete(key)
+    client.delete("celery")
+
+
+def new_pod(api, name, node=None):
+    """Create a small pod in the cluster's default namespace (bound when `node` is given)."""
+    spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
+    if node:
+        spec["nodeName"] = node
+    pod = api.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
+                                                "metadata": {"name": name}, "spec": spec})
+    return pod.metadata.uid
+
+
+def state_of(uid):
+    """The pod's state in the owner's cache (Pending if only pending), "gone", or None when
+    the owner did not answer."""
+    try:
+        return send("get_pod", {"uid": uid}, timeout=5)["state"]
+    except CommandError as error:
+        return "gone" if error.status == 404 else None
 
 
 def owner_status(timeout=5.0):

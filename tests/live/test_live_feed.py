@@ -7,10 +7,10 @@ import json
 import pytest
 from kubernetes import client, config
 
-from dashboard.feed.commands import CommandError, send
+from dashboard.feed.commands import send
 from dashboard.models import ComparerRun, Transition
 
-from livestack import owner_status, synced_owner, wait_for
+from livestack import new_pod, owner_status, state_of, synced_owner, wait_for
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -18,23 +18,6 @@ pytestmark = pytest.mark.timeout(240)
 def core(stack):
     return client.CoreV1Api(config.new_client_from_config(
         config_file=stack.env["SCHEDVIEW_KUBECONFIG"]))
-
-
-def new_pod(api, name, node=None):
-    spec = {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
-                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}
-    if node:
-        spec["nodeName"] = node
-    pod = api.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
-                                                "metadata": {"name": name}, "spec": spec})
-    return pod.metadata.uid
-
-
-def state_of(uid):
-    try:
-        return send("get_pod", {"uid": uid}, timeout=5)["state"]
-    except CommandError as error:
-        return "gone" if error.status == 404 else None
 
 
 def a_node(api):

@@ -269,3 +269,27 @@ def test_preempts_when_the_node_has_too_many_pods(cluster):
     cache.add_pod(pod("y", node_name="n1", priority=1))
     result = algorithm.schedule(pod(priority=10), ["n1"])
     assert [v.name for v in result.preempt_info.victims["n1"]] == ["y"]
+
+
+def test_node_labels_and_taints_are_parsed_again_only_when_the_node_changes(cluster):
+    """Pods coming and going keep a record's parsed Node; a Node update, interleaved with
+    them, is seen at the next schedule call."""
+    cache, algorithm, add = cluster
+    node = add("n1", allocatable=SMALL, labels={"disk": "ssd"})
+    ssd = pod(requests={"cpu": "1"}, node_selector={"disk": "ssd"})
+    bind(cache, algorithm.schedule(ssd, ["n1"]), ssd)
+    kept = algorithm.records.by_name["n1"]
+    other = pod(requests={"cpu": "1"})
+    bind(cache, algorithm.schedule(other, ["n1"]), other)
+    algorithm.refresh()
+    renewed = algorithm.records.by_name["n1"]
+    assert renewed is not kept and renewed.labels is kept.labels     # only pods changed
+    assert renewed.free_cpu == kept.free_cpu - 2000                  # both pods counted
+
+    relabelled = dict(node, metadata=dict(node["metadata"], labels={"disk": "hdd"}))
+    cache.update_node(node, relabelled)
+    third = pod(requests={"cpu": "1"})
+    bind(cache, algorithm.schedule(third, ["n1"]), third)   # a pod change after the node's
+    result = algorithm.schedule(pod(requests={"cpu": "1"}, node_selector={"disk": "ssd"}),
+                                ["n1"])
+    assert result.wait_info.failed_node_reasons == {"n1": pr.NODE_AFFINITY}

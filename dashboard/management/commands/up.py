@@ -35,6 +35,7 @@ def simulated_cluster(kubeconfig, nodes, pods, churn) -> Child:
     return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes),
                                 "--pods", str(pods), "--zones", "3", "--churn", str(churn),
                                 "--pending-fraction", "0.02", "--bookmark-interval", "10",
+                                *DEMO_POOLS,
 
                                 "--kubeconfig", str(kubeconfig)])
 
@@ -56,6 +57,10 @@ def wait_for_file(path, process, timeout=120.0):
 # it. Every state of the machine shows within a minute or two.
 DEMO_FAULTS = {"bind_failure_rate": 0.3, "lose_event_rate": 0.02}
 DEMO_KUBELET = {"start_delay": 45.0}
+# Two warm pools whose claimed pods come back idle after 8 s (+2 s stopping), and claims
+# a little faster than "web" can serve, so its panel shows dispatches, waits and expiries.
+DEMO_POOLS = ("--pools", "web=24,batch=12", "--pool-hold", "8", "--pool-stop-delay", "2")
+DEMO_DEMAND = "web=3,batch=0.5"
 
 
 def configure_simulated_cluster(kubeconfig):
@@ -130,6 +135,8 @@ class Command(BaseCommand):
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)
                 supervisor.start(manage("owner", "watch"))
+                supervisor.start(manage("pools", "pools", *(
+                    () if "SCHEDVIEW_KUBECONFIG" in os.environ else ("--demand", DEMO_DEMAND))))
                 supervisor.start(celery("worker", "worker"))
                 supervisor.start(celery("beat", "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))

@@ -1,0 +1,14 @@
+"""The pool panel's websocket: re-renders the panel when the pools process says something
+changed (the `pools` group, not the owner's), coalesced like every live page."""
+from django.template.loader import render_to_string
+
+from dashboard.consumers import LiveConsumer
+from dashboard.pools.panel import panel
+from dashboard.pools.runner import POOLS_GROUP
+
+
+class PoolsConsumer(LiveConsumer):
+    group = POOLS_GROUP
+
+    def render(self) -> str:
+        return render_to_string("dashboard/pools.html#pools-panel", {"panel": panel()})

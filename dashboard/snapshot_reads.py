@@ -1,0 +1,110 @@
+"""The snapshot page: the generation over time, what the last snapshot copied, what the
+next one will, and the nodes in the cache's most-recently-changed order.
+
+Why a module: the chart is geometry (an inline SVG drawn from SnapshotSample rows,
+so it needs no script and shows on the first paint), and "changed since the last
+snapshot" is a comparison of two tables. The owner takes a snapshot every second
+when something changed, recording the nodes it copied; a node changed since then
+has a generation above the latest snapshot's.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils import timezone
+
+from dashboard.models import NodeRecord, SnapshotSample
+from dashboard.read_model import ago
+
+CHART_SAMPLES = 300   # the latest samples drawn (5 minutes at one a second)
+NODES_SHOWN = 100     # in each list of nodes
+WIDTH, HEIGHT = 600, 160   # the chart's viewBox
+
+
+@dataclass(frozen=True)
+class Chart:
+    """An SVG line chart of the snapshot's generation (a step line: it holds until the
+    next snapshot) and of the cache's generation at each snapshot."""
+    snapshot_points: str   # polyline points in the viewBox
+    cache_points: str
+    dots: list[tuple[float, float, str]]   # (x, y, tooltip) per sample
+    low: int
+    high: int
+    start: str             # how long ago the first sample was taken
+    samples: int
+    width: int = WIDTH
+    height: int = HEIGHT
+
+
+def chart(samples: list[SnapshotSample], now: datetime) -> Chart | None:
+    """Samples oldest first; None without two samples to draw a line between."""
+    if len(samples) < 2:
+        return None
+    t0 = samples[0].at.timestamp()
+    span = max(now.timestamp() - t0, 1e-3)
+    low = min(s.generation for s in samples)
+    high = max(max(s.cache_generation, s.generation) for s in samples)
+    rise = max(high - low, 1)
+
+    def x(sample):
+        return round(WIDTH * (sample.at.timestamp() - t0) / span, 1)
+
+    def y(generation):
+        return round(HEIGHT - HEIGHT * (generation - low) / rise, 1)
+
+    steps, previous = [], None
+    for sample in samples:
+        if previous is not None:
+            steps.append(f"{x(sample)},{y(previous.generation)}")
+        steps.append(f"{x(sample)},{y(sample.generation)}")
+        previous = sample
+    steps.append(f"{WIDTH},{y(previous.generation)}")
+    cache = " ".join(f"{x(s)},{y(s.cache_generation)}" for s in samples)
+    dots = [(x(s), y(s.generation),
+             f"generation {s.generation} at {s.at:%H:%M:%S}, {len(s.changed_nodes)} "
+             f"node{'s' if len(s.changed_nodes) != 1 else ''} copied") for s in samples]
+    return Chart(" ".join(steps), cache, dots, low, high,
+                 ago(now.timestamp() - t0), len(samples))
+
+
+@dataclass(frozen=True)
+class ChangedNode:
+    name: str
+    generation: int
+    zone: str
+    has_node: bool
+
+
+@dataclass(frozen=True)
+class SnapshotPage:
+    generation: int | None         # the latest snapshot's; None before the first
+    cache_generation: int          # the newest generation in the read model
+    taken: str
+    chart: Chart | None
+    copied: list[str]              # the nodes the latest snapshot copied, most recent first
+    pending: list[ChangedNode]     # changed since the latest snapshot, most recent first
+    pending_count: int
+    recent: list[ChangedNode]      # every node, most recently changed first
+
+
+def _changed(records) -> list[ChangedNode]:
+    return [ChangedNode(name, generation, zone, has_node)
+            for name, generation, zone, has_node in records[:NODES_SHOWN]]
+
+
+def snapshot_page(now: datetime | None = None) -> SnapshotPage:
+    now = now or timezone.now()
+    samples = list(SnapshotSample.objects.order_by("-at", "-id")[:CHART_SAMPLES])[::-1]
+    latest = samples[-1] if samples else None
+    by_recency = NodeRecord.objects.order_by("-generation", "name").values_list(
+        "name", "generation", "zone", "has_node")
+    recent = _changed(by_recency)
+    if latest is None:
+        return SnapshotPage(None, recent[0].generation if recent else 0, "", None, [], [], 0,
+                            recent)
+    pending = by_recency.filter(generation__gt=latest.generation)
+    return SnapshotPage(
+        generation=latest.generation,
+        cache_generation=max(latest.cache_generation, recent[0].generation if recent else 0),
+        taken=ago((now - latest.at).total_seconds()), chart=chart(samples, now),
+        copied=latest.changed_nodes[:NODES_SHOWN], pending=_changed(pending),
+        pending_count=pending.count(), recent=recent)

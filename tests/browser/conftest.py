@@ -1,0 +1,135 @@
+"""Browser tests: headless Debian Chromium, driven by Playwright, against the whole stack as
+real processes (simulated cluster, cache owner, Celery worker and beat, daphne) on the run's
+Redis and test database.
+
+One stack and one browser serve the whole run: starting them costs far more than the tests.
+The stack's processes share the test database with the run, so the tests are marked plain
+`django_db` (which has pytest-django create it, and rolls back what a test writes), never
+`transaction=True` (its flush would delete what the owner wrote, and the users); what the
+stack needs there is written through `django_db_blocker` here.
+
+Run in their own pytest invocation (`make test` does): after Playwright has run, the
+pytest-asyncio tests of the rest of the suite fail in the same process.
+"""
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes import client, config
+from playwright.sync_api import expect, sync_playwright
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
+from browserkit import NOTE_LIVE_SOCKET, SCREENSHOTS, TIMEOUT_MS, log_in  # noqa: E402
+from livestack import Stack, child_env, clear_redis, synced_owner  # noqa: E402
+
+# Playwright's sync API keeps an event loop running in this thread; Django would then refuse
+# the ORM calls fixtures make, though they are plain blocking calls in a plain thread.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+CHROMIUM = os.environ.get("SCHEDVIEW_CHROMIUM", "/usr/bin/chromium")
+expect.set_options(timeout=TIMEOUT_MS)
+OPERATOR = ("browser-operator", "a-long-test-password-1")
+
+
+def pytest_terminal_summary(terminalreporter):
+    if SCREENSHOTS.is_dir() and any(SCREENSHOTS.iterdir()):
+        terminalreporter.write_sep("-", "browser screenshots")
+        for shot in sorted(SCREENSHOTS.glob("*.png")):
+            terminalreporter.write_line(str(shot))
+
+
+@pytest.fixture(scope="session")
+def screenshot_dir():
+    """SCREENSHOTS, emptied of an earlier run's pictures."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for old in SCREENSHOTS.glob("*.png"):
+        old.unlink()
+    return SCREENSHOTS
+
+
+@pytest.fixture(scope="session")
+def stack(redis_url, django_db_setup, tmp_path_factory):
+    """The dashboard's processes on a small simulated cluster, the owner synced."""
+    tmp = tmp_path_factory.mktemp("browser-stack")
+    kubeconfig = tmp / "kubeconfig"
+    clear_redis()
+    s = Stack(tmp, child_env(tmp, redis_url, kubeconfig, cache_ttl=30, reap_period=1,
+                             compare_period=3600))
+    try:
+        s.cluster(kubeconfig, "--nodes", "6", "--pods", "60", "--zones", "2",
+                  "--bookmark-interval", "1")
+        s.celery()
+        s.owner("owner")
+        synced_owner()
+        s.web()
+        yield s
+    finally:
+        s.stop_all()
+        print(f"\nbrowser stack logs: {tmp}")
+
+
+@pytest.fixture(scope="session")
+def kube(stack):
+    """The official Kubernetes client on the stack's simulated cluster."""
+    api_client = config.new_client_from_config(config_file=stack.env["SCHEDVIEW_KUBECONFIG"])
+    yield client.CoreV1Api(api_client)
+    api_client.close()
+
+
+@pytest.fixture(scope="session")
+def operator_account(stack, django_db_blocker):
+    """(username, password) of a user allowed to act on pods, in the stack's database."""
+    from django.contrib.auth.models import Permission, User
+    with django_db_blocker.unblock():
+        user = User.objects.create_user(OPERATOR[0], password=OPERATOR[1])
+        user.user_permissions.add(Permission.objects.get(
+            content_type__app_label="dashboard", codename="act_on_pods"))
+    return OPERATOR
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"no Chromium at {CHROMIUM}: `apt-get install chromium` (Debian), or set "
+                    "SCHEDVIEW_CHROMIUM to a Chromium binary", pytrace=False)
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture(scope="session")
+def signed_in(browser, stack, operator_account):
+    """The cookies of the operator's session, logged in once through the login page."""
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(f"{stack.web_url}/accounts/login/")
+    log_in(page, *operator_account)
+    page.wait_for_url(f"{stack.web_url}/", timeout=TIMEOUT_MS)
+    state = context.storage_state()
+    context.close()
+    return state
+
+
+@pytest.fixture
+def page(browser, stack, signed_in):
+    """A fresh laptop-sized tab logged in as the operator; fails the test on page errors."""
+    context = browser.new_context(storage_state=signed_in, base_url=stack.web_url,
+                                  viewport={"width": 1366, "height": 800})
+    context.set_default_timeout(TIMEOUT_MS)
+    context.add_init_script(NOTE_LIVE_SOCKET)
+    tab = context.new_page()
+    errors = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    yield tab
+    context.close()
+    assert not errors, f"JavaScript errors on the page: {errors}"
+
+
+@pytest.fixture
+def anonymous_page(browser, stack):
+    context = browser.new_context(base_url=stack.web_url)
+    context.set_default_timeout(TIMEOUT_MS)
+    yield context.new_page()
+    context.close()

@@ -1,0 +1,44 @@
+"""A real cache owner with its extender, after kube-scheduler's filter calls left pods in
+three schedule states: for the statuses page and REST tests.
+
+    from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture)
+"""
+import pytest
+
+from dashboard.feed.commands import redis_client, send
+from simcluster.generate import make_node, make_pod
+from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
+
+NAMESPACE = "team"
+TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
+
+
+def filter_call(pod, nodes=("n1", "n2")):
+    """kube-scheduler's filter (nodeCacheCapable) through the owner's command channel."""
+    return send("extender_filter", {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)},
+                actor="kube-scheduler", timeout=5)
+
+
+@pytest.fixture
+def scheduled(redis_url, transactional_db):
+    """Nodes n1 (4 cpu, running `low`: 3 cpu at priority 1) and n2 (tainted); then filter
+    calls: `placed` (500m) is Binding on n1, `huge` (64 cpu) Waiting, and `vip`
+    (2 cpu, priority 100) Preempting `low`. Yields {name: uid}."""
+    client = redis_client()
+    clear_commands(client)
+    nodes = [make_node("n1", allocatable={"cpu": "4", "memory": "16Gi", "pods": "110"}),
+             make_node("n2", taints=[TAINT])]
+    low = make_pod("low", namespace=NAMESPACE, uid="uid-low", node_name="n1",
+                   requests={"cpu": "3"}, priority=1)
+    pods = {"placed": make_pod("placed", namespace=NAMESPACE, uid="uid-placed",
+                               requests={"cpu": "500m"}),
+            "huge": make_pod("huge", namespace=NAMESPACE, uid="uid-huge",
+                             requests={"cpu": "64"}),
+            "vip": make_pod("vip", namespace=NAMESPACE, uid="uid-vip",
+                            requests={"cpu": "2"}, priority=100)}
+    with OwnerThread(client, nodes, [low, *pods.values()]):
+        wait_for(lambda: send("status", timeout=5)["synced"], 30, "the owner")
+        for pod in pods.values():
+            filter_call(pod)
+        yield {"low": "uid-low", **{name: f"uid-{name}" for name in pods}}
+    clear_commands(client)

@@ -1,0 +1,49 @@
+"""The pods pages' tests: a real cache owner serving commands over the run's Redis."""
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client
+from dashboard.feed.owner import CacheOwner
+from dashboard.feed.projection import ProjectionWriter
+from dashboard.feed.reflector import Relisted
+from schedcache import Cache
+from simcluster.generate import make_node, make_pod
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))   # livestack.wait_for
+
+
+@pytest.fixture
+def real_owner(redis_url, transactional_db):
+    """A CacheOwner with a node n1, an assumed pod "web" (500m, 256Mi) and an added pod
+    "db" on it, its rows written; then serving commands from Redis in a thread (as
+    `manage.py watch` does, without the reflectors). Yields (owner, {name: uid})."""
+    redis_client().delete(COMMANDS_KEY)
+    writer = ProjectionWriter().start()
+    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
+                       seq_base=0, epoch=1)
+    web = make_pod("web", requests={"cpu": "500m", "memory": "256Mi"})
+    db = make_pod("db", node_name="n1", requests={"cpu": "1", "memory": "1Gi"})
+    owner.apply(Relisted("nodes", [make_node("n1")], "1"))
+    owner.apply(Relisted("pods", [web, db], "1"))
+    uids = {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in (web, db)}
+    owner.commands.handlers["assume"]({"uid": uids["web"], "node": "n1"}, "scheduler")
+    owner.flush()
+    assert writer.wait_idle(timeout=30)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            owner.commands.serve(timeout=0.05)
+            owner.flush()
+    thread = threading.Thread(target=serve, name="test-owner")
+    thread.start()
+    try:
+        yield owner, uids
+    finally:
+        stop.set()
+        thread.join(10)
+        writer.close()
+        redis_client().delete(COMMANDS_KEY)

@@ -1,0 +1,35 @@
+"""Every page of this part costs a fixed number of queries, whatever the cluster's size."""
+from datetime import timedelta
+
+import pytest
+
+from dashboard.models import PodRecord
+from nodepages import T0, get, node, sample, transition
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _redis(redis_url):
+    """The pages read the owner's status from Redis."""
+
+
+@pytest.mark.parametrize("url, queries", [("/", 8), ("/nodes/", 4), ("/nodes/n1/", 3),
+                                          ("/zones/", 2), ("/snapshot/", 4), ("/events/", 2)])
+def test_queries_do_not_grow_with_the_rows(viewer_client, django_assert_num_queries, url,
+                                           queries):
+    """Counts are SQL aggregates and lists are pages: as many queries for 300 pods, 30 nodes
+    and 300 transitions as for a few (plus four for the session, the user and their
+    permissions)."""
+    PodRecord.objects.bulk_create(
+        PodRecord(uid=f"u{i}", namespace="default", name=f"p{i:03}", node=f"n{i % 30}",
+                  state=["Pending", "Assumed", "Added"][i % 3]) for i in range(300))
+    for i in range(30):
+        node(f"n{i}", f"region-1/zone-{'abc'[i % 3]}", i, generation=i)
+    for seq in range(1, 301):
+        transition(seq, node=f"n{seq % 30}")
+    sample(3, T0)
+    sample(9, T0 + timedelta(seconds=1))
+    get(viewer_client, "/")    # the session's first load
+    with django_assert_num_queries(queries + 4):
+        get(viewer_client, url)

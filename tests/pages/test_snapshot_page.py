@@ -1,0 +1,77 @@
+"""The snapshot page: the generation over time drawn from SnapshotSample, the nodes the
+latest snapshot copied, the nodes changed since, and the most-recently-changed order."""
+from datetime import timedelta
+
+import pytest
+
+from dashboard import snapshot_reads
+from nodepages import T0, get, node, sample, squash
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _redis(redis_url):
+    """The page's header reads the owner's status from Redis."""
+
+
+def test_the_chart_is_a_step_line_of_the_snapshots_generation():
+    samples = [sample(10, T0, cache_generation=10), sample(20, T0 + timedelta(seconds=5),
+                                                           cache_generation=30)]
+    chart = snapshot_reads.chart(samples, now=T0 + timedelta(seconds=10))
+    # x: 600 wide over 10 s; y: 160 high from generation 10 (bottom) to 30 (top).
+    assert chart.snapshot_points == "0.0,160.0 300.0,160.0 300.0,80.0 600,80.0"
+    assert chart.cache_points == "0.0,160.0 300.0,0.0"
+    assert (chart.low, chart.high, chart.samples, chart.start) == (10, 30, 2, "10 s ago")
+    assert [tip for _, _, tip in chart.dots][1].startswith("generation 20 at 12:00:05")
+
+
+def test_one_sample_draws_no_chart():
+    assert snapshot_reads.chart([sample(1, T0)], now=T0) is None
+
+
+def test_the_page_splits_nodes_by_the_latest_snapshots_generation(viewer_client):
+    node("old", generation=3)
+    node("copied", generation=9)
+    node("newer", generation=12)
+    node("newest", generation=15, has_node=False)
+    sample(5, T0, changed=["x"])
+    sample(10, T0 + timedelta(seconds=1), changed=["copied"], cache_generation=11)
+    response, html = get(viewer_client, "/snapshot/")
+    page = response.context["snapshot"]
+    assert (page.generation, page.cache_generation) == (10, 15)
+    assert [n.name for n in page.pending] == ["newest", "newer"] and page.pending_count == 2
+    assert page.copied == ["copied"]
+    assert [n.name for n in page.recent] == ["newest", "newer", "copied", "old"]
+    html = squash(html)
+    assert "Generation 10" in html and "the cache is at 15" in html
+    assert "<h2>Changed since this snapshot <small>2</small></h2>" in html
+    pending = html.split('id="snapshot-pending">')[1].split("</section>")[0]
+    assert pending.index("/nodes/newest/") < pending.index("/nodes/newer/")
+    assert "/nodes/copied/" not in pending
+    assert "deleted, pods left" in pending
+    assert '<polyline class="snapshot-line"' in html and html.count('<circle class="sample"') == 2
+    assert 'ws-connect="/ws/snapshot/"' in html
+
+
+def test_before_any_snapshot(viewer_client):
+    node("n1", generation=4)
+    _, html = get(viewer_client, "/snapshot/")
+    assert "No snapshot taken yet" in html and "<svg" not in html.split('id="snapshot-live"')[1]
+
+
+def test_the_chart_shows_the_latest_samples_only(viewer_client, monkeypatch):
+    monkeypatch.setattr(snapshot_reads, "CHART_SAMPLES", 3)
+    for i in range(5):
+        sample(i + 1, T0 + timedelta(seconds=i))
+    page = get(viewer_client, "/snapshot/")[0].context["snapshot"]
+    assert (page.chart.low, page.chart.high, page.chart.samples) == (3, 5, 3)
+
+
+def test_an_htmx_refresh_gets_the_section_alone(viewer_client):
+    sample(2, T0)
+    _, whole = get(viewer_client, "/snapshot/")
+    _, fragment = get(viewer_client, "/snapshot/", HTTP_HX_REQUEST="true")
+    assert fragment.strip().startswith('<section id="snapshot-live">')
+    assert fragment.strip() in whole
+
