@@ -1,6 +1,7 @@
 """Scheduling through the extender: filter latency over every node, pods placed per second.
 
     .venv/bin/python bench/extender_bench.py [--nodes 5000 --pods 150000 --pending 1000]
+    .venv/bin/python bench/extender_bench.py --http [--nodes 500 --pods 5000 --pending 300]
 
 The simulated cluster runs in its own process with `--pending` unbound pods. Here: the
 owner (reflectors, cache, and the extender attached as `manage.py watch` attaches it)
@@ -8,20 +9,31 @@ syncs, then each pending pod goes through filter (NodeNames: every node, as with
 nodeCacheCapable) and bind, called as the owner serves kube-scheduler's requests. Binds
 leave through the owner's BindSender in batches and are POSTed to the cluster by 4
 worker processes (the Celery worker's work, out of the owner's process as in production),
-and a pod counts as placed when the watch has confirmed it (status Bound). Left out: the web's HTTP hop and the Redis command hop.
+and a pod counts as placed when the watch has confirmed it (status Bound). Left out: the
+web's HTTP hop and the Redis command hop (`--http` has them).
 Latency is wall time, and the owner thread's own CPU time: on a shared machine the
 difference is time spent waiting for a core or for the GIL (reflector threads).
+
+With `--http` nothing runs in this process but kube-scheduler: the hops it really pays
+are in, over real processes started as the live tests start them (simulated cluster,
+`manage.py watch`, a Celery worker and beat, daphne) on REDIS_URL's Redis and
+DATABASE_URL's database (migrated here). Filter calls go one after another over HTTP
+(the scheduling cycle is serial), each placed pod's bind call from a pool of
+`--binders` threads (kube-scheduler binds asynchronously); a pod counts as placed when
+the owner's statuses say Bound (the watch saw it Added on its node).
 """
 import argparse
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import multiprocessing
 import os
 from pathlib import Path
 import statistics
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "live"))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
@@ -31,7 +43,8 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from benchkit import line, served_cluster, sync  # noqa: E402
+from benchkit import core_api, line, served_cluster, sync  # noqa: E402
+from bind_bench import children, cpu_seconds  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from dashboard import tasks  # noqa: E402
 from dashboard.extender.bindsender import BindSender  # noqa: E402
@@ -42,10 +55,20 @@ from dashboard.feed.runner import attach_extender, tune_gc, tune_switching  # no
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=150000)
-    parser.add_argument("--pending", type=int, default=1000)
+    parser.add_argument("--http", action="store_true",
+                        help="kube-scheduler over HTTP against real processes")
+    parser.add_argument("--nodes", type=int)
+    parser.add_argument("--pods", type=int)
+    parser.add_argument("--pending", type=int)
+    parser.add_argument("--binders", type=int, default=4, help="--http: bind threads")
     args = parser.parse_args()
+    # The in-process run's sizes; over HTTP smaller, for a run of minutes on 2 cores.
+    for name, local, http in (("nodes", 5000, 500), ("pods", 150000, 5000),
+                              ("pending", 1000, 300)):
+        if getattr(args, name) is None:
+            setattr(args, name, http if args.http else local)
+    if args.http:
+        return run_http(args)
     tune_gc()
     tune_switching()
     total = args.pods + args.pending
@@ -103,12 +126,98 @@ def run(args, kubeconfig):
     stop.set()
     print(f"filter over {len(names)} nodes (NodeNames), {len(latencies)} pods")
     for label, samples in (("", latencies), (", the owner thread's CPU time", cpu_times)):
-        samples.sort()
-        line(f"p50{label}", f"{statistics.median(samples) * 1e3:>10.1f} ms")
-        line(f"p99{label}", f"{samples[int(len(samples) * 0.99) - 1] * 1e3:>10.1f} ms")
+        percentiles(label, samples)
     print("end to end: filter, bind, Binding POSTed, confirmed by the watch")
     line(f"{len(placed) - len(unbound)} of {len(pending)} pods placed and bound",
          f"{(len(placed) - len(unbound)) / seconds:>10,.0f} /s")
+
+
+def percentiles(label, samples):
+    samples.sort()
+    line(f"p50{label}", f"{statistics.median(samples) * 1e3:>10.1f} ms")
+    line(f"p99{label}", f"{samples[max(int(len(samples) * 0.99) - 1, 0)] * 1e3:>10.1f} ms")
+
+
+def run_http(args):
+    from django.core.management import call_command
+    from dashboard.feed.commands import send
+    from livestack import Stack, child_env, clear_redis, synced_owner
+
+    call_command("migrate", verbosity=0)   # the web and the owner's read model need tables
+    clear_redis()
+    tmp = Path(tempfile.mkdtemp(prefix="extender-bench-"))
+    kubeconfig = tmp / "kubeconfig"
+    stack = Stack(tmp, child_env(tmp, os.environ["REDIS_URL"], kubeconfig, compare_period=3600))
+    stack.http.connection_pool_kw["maxsize"] = args.binders + 1
+    total = args.pods + args.pending
+    try:
+        stack.cluster(kubeconfig, "--nodes", str(args.nodes), "--pods", str(total), "--zones",
+                      "5", "--pending-fraction", str(args.pending / total))
+        stack.owner("owner")
+        stack.celery()
+        url = stack.web()
+        synced_owner(timeout=300)
+        kube = core_api(kubeconfig)
+        # What kube-scheduler's informers hold: node names, pending pods as the API's JSON.
+        names = [n.metadata.name for n in kube.list_node().items]
+        pending = orjson.loads(kube.list_pod_for_all_namespaces(
+            field_selector="spec.nodeName=", _preload_content=False).data)["items"]
+        print(f"{len(names)} nodes, {len(pending)} pending pods; logs in {tmp}")
+        run_scheduler(stack, url, names, pending, args.binders, send)
+    finally:
+        stack.stop_all()
+
+
+def run_scheduler(stack, url, names, pending, binders, send):
+    """kube-scheduler's side: serial filters, binds from a thread pool, until Bound."""
+    def call(verb, body):
+        begun = time.perf_counter()
+        response = stack.http.request("POST", f"{url}/extender/{verb}", body=orjson.dumps(body),
+                                      headers={"Content-Type": "application/json"})
+        answer = orjson.loads(response.data)
+        assert response.status == 200 and not answer["Error"], (verb, response.data)
+        return answer, time.perf_counter() - begun
+
+    def bind(pod, node):
+        meta = pod["metadata"]
+        return call("bind", {"PodName": meta["name"], "PodNamespace": meta["namespace"],
+                             "PodUID": meta["uid"], "Node": node})[1]
+
+    def bound():
+        return send("extender_statuses", {"limit": 0}, timeout=10)["counts"].get("Bound", 0)
+
+    pids = {name: p.pid for name, p in stack.processes.items()}
+    cpu_before = {name: process_cpu(pid) for name, pid in pids.items()}
+    own_cpu = time.process_time()
+    already = bound()
+    filters, binds = [], []
+    start = time.perf_counter()
+    with ThreadPoolExecutor(binders) as pool:
+        for pod in pending:
+            result, seconds = call("filter", {"Pod": pod, "Nodes": None, "NodeNames": names})
+            filters.append(seconds)
+            if result["NodeNames"]:
+                binds.append(pool.submit(bind, pod, result["NodeNames"][0]))
+        bind_times = [b.result() for b in binds]
+    deadline = time.monotonic() + 120
+    while (placed := bound() - already) < len(binds) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    seconds = time.perf_counter() - start
+    print(f"over HTTP: filter (NodeNames: {len(names)} nodes), {len(filters)} pods")
+    percentiles("", filters)
+    print(f"bind calls, {binders} threads")
+    percentiles("", bind_times)
+    print("end to end: filter, bind, Binding POSTed, Bound in the owner's statuses")
+    line(f"{placed} of {len(pending)} pods placed and bound in {seconds:.1f} s",
+         f"{placed / seconds:>10,.0f} /s")
+    print("CPU seconds over the run: " + ", ".join(
+        f"{name} {process_cpu(pid) - cpu_before[name]:.1f}" for name, pid in pids.items())
+        + f", kube-scheduler (this process) {time.process_time() - own_cpu:.1f}")
+
+
+def process_cpu(pid):
+    """A process's CPU seconds with its children's (the Celery worker's pool)."""
+    return cpu_seconds(pid) + sum(cpu_seconds(c) for c in children(pid))
 
 
 if __name__ == "__main__":

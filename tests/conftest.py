@@ -86,3 +86,26 @@ def ws_headers(viewer_client):
     """Websocket handshake headers of a logged-in browser: same-site origin, session cookie."""
     cookie = f"{viewer_client.cookies['sessionid'].key}={viewer_client.cookies['sessionid'].value}"
     return [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1"), (b"cookie", cookie.encode())]
+
+
+@pytest.fixture
+def served():
+    """`served(serve_once)` calls `serve_once()` in a loop on a thread, as the owner's loop
+    serves commands, until the test ends."""
+    import threading
+    started = []
+
+    def start(serve_once):
+        stop = threading.Event()
+
+        def loop():
+            while not stop.is_set():
+                serve_once()
+        thread = threading.Thread(target=loop, daemon=True, name="test-owner")
+        thread.start()
+        started.append((stop, thread))
+
+    yield start
+    for stop, thread in started:
+        stop.set()
+        thread.join(10)

@@ -1,6 +1,5 @@
 """The extender's HTTP endpoints, as kube-scheduler calls them, through the real command
 channel on the run's Redis to the real extender handlers (standing in for the owner)."""
-import threading
 
 import orjson
 import pytest
@@ -12,20 +11,12 @@ from extender_builders import bind_args, filter_args
 
 
 @pytest.fixture
-def owner(redis_url, world):
+def owner(redis_url, world, served):
     """The extender's command handlers served from a thread, like the owner serves them."""
     redis_client().delete(COMMANDS_KEY)
     server = CommandServer(command_handlers(world.extender))
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            server.serve(timeout=0.05)
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield world
-    stop.set()
-    thread.join(timeout=5)
+    served(lambda: server.serve(timeout=0.05))
+    return world
 
 
 def post(client, verb, body):

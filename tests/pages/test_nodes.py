@@ -2,7 +2,6 @@
 a real owner over Redis), pods, generation, deleted nodes marked; bad names answered."""
 from html import unescape
 import re
-import threading
 
 import pytest
 
@@ -127,7 +126,7 @@ def test_a_deleted_node_still_holding_pods_is_marked(viewer_client):
     assert "deleted, pods left" in html and "not in the tree" in html
 
 
-def test_the_owner_lists_the_nodes_images(viewer_client):
+def test_the_owner_lists_the_nodes_images(viewer_client, served):
     """A real owner's cache holds the node; the page asks it over the run's Redis."""
     cache = Cache()
     owner = CacheOwner(cache, command_server=CommandServer({}, client=redis_client()))
@@ -139,18 +138,8 @@ def test_the_owner_lists_the_nodes_images(viewer_client):
                                            "sizeBytes": 300 * MIB}]}})
     node("n1", images=2)
     report_owner()
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            owner.commands.serve(timeout=0.05)
-    server = threading.Thread(target=serve, daemon=True)
-    server.start()
-    try:
-        response, html = get(viewer_client, "/nodes/n1/")
-    finally:
-        stop.set()
-        server.join(5)
+    served(lambda: owner.commands.serve(timeout=0.05))
+    response, html = get(viewer_client, "/nodes/n1/")
     assert response.context["node"].images == [
         node_reads.Image("example.com/web:1", 300, 1),
         node_reads.Image("registry.k8s.io/pause:3.10", 0, 1)]

@@ -1,7 +1,5 @@
 """Nodes, a node, the zones and the snapshot pages, live over the real Redis channel layer:
 each pushes what changed for it, and stays quiet for flushes that do not concern it."""
-import threading
-
 import pytest
 from channels.db import database_sync_to_async
 
@@ -111,19 +109,14 @@ async def test_the_live_pages_need_a_login(redis_url, ws_headers):
 
 
 @pytest.mark.asyncio
-async def test_a_nodes_images_are_asked_again_only_when_the_node_changes(redis_url, ws_headers):
+async def test_a_nodes_images_are_asked_again_only_when_the_node_changes(redis_url, ws_headers,
+                                                                         served):
     """Pods coming and going do not change a node's images: the owner is not asked again."""
     asked = []
     server = CommandServer({"get_node": lambda args, actor: asked.append(args) or {
         "name": "n1", "generation": 1, "images": [["example.com/web:1", 2**20, 1]]}},
         client=redis_client())
-    stop = threading.Event()
-
-    def serve():
-        while not stop.is_set():
-            server.serve(timeout=0.05)
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
+    served(lambda: server.serve(timeout=0.05))
     await nodes("n1", images=1)
     await database_sync_to_async(report_owner)()
     try:
@@ -136,6 +129,4 @@ async def test_a_nodes_images_are_asked_again_only_when_the_node_changes(redis_u
             assert "example.com/web:1" in await ws.receive_from(timeout=WAIT)
             assert len(asked) == 2
     finally:
-        stop.set()
-        thread.join(5)
         redis_client().delete(COMMANDS_KEY)
