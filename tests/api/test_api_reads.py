@@ -6,6 +6,7 @@ import time
 import orjson
 import pytest
 
+from dashboard import pod_query
 from dashboard.feed.commands import redis_client
 from dashboard.feed.owner import STATUS_KEY, STATUS_TTL
 from dashboard.models import ComparerRun, SnapshotSample, Transition
@@ -52,6 +53,13 @@ def test_the_pod_list_pages_every_pod_by_namespace_and_name(api, pods):
 ])
 def test_the_pod_list_filters_and_sorts(api, pods, query, expected):
     assert names(api.get(f"/api/v1/pods?{query}")) == expected
+
+
+def test_past_the_count_cap_the_count_is_a_lower_bound(api, pods, monkeypatch):
+    monkeypatch.setattr(pod_query, "COUNT_CAP", 3)
+    body = api.get("/api/v1/pods?per_page=2").json()
+    assert (body["count"], body["count_capped"], body["pages"]) == (3, True, 2)
+    assert api.get("/api/v1/pods?state=Assumed").json()["count_capped"] is False
 
 
 def test_the_pod_list_pages_through_without_overlap(api, pods):

@@ -4,6 +4,7 @@ from datetime import timedelta
 import pytest
 from django.http import QueryDict
 
+from dashboard import pod_query
 from dashboard.pod_query import (MAX_PER_PAGE, STUCK_AFTER, BadFilter, PodFilters,
                                  query_pods)
 from podpages import T0, pod
@@ -110,3 +111,14 @@ def test_a_page_costs_two_queries_whatever_the_rows(django_assert_num_queries):
     with django_assert_num_queries(2):
         listing = query_pods(PodFilters(state="Added", namespace="team", q="p0"), NOW)
         assert len(listing.rows) == 50
+
+
+def test_the_count_stops_at_the_cap_and_so_do_the_pages(monkeypatch):
+    monkeypatch.setattr(pod_query, "COUNT_CAP", 4)
+    for i in range(6):
+        pod(f"u{i}", "Added", name=f"p{i}")
+    page = query_pods(PodFilters.parse({"per_page": "2", "page": "9"}), NOW)
+    assert (page.total, page.total_capped) == (4, True)
+    assert (page.page.number, page.page.paginator.num_pages) == (2, 2)   # no page past the cap
+    exact = query_pods(PodFilters.parse({"q": "p1"}), NOW)
+    assert (exact.total, exact.total_capped) == (1, False)

@@ -4,6 +4,7 @@ import re
 
 import pytest
 
+from dashboard import pod_query
 from dashboard.models import AuditAction, PodRecord
 from podpages import T0, node, pod, transition
 
@@ -224,3 +225,11 @@ def test_actions_need_csrf(operator):
     response = client.post("/pods/a1/forget/", {"action": "forget", "confirm": "yes"})
     assert response.status_code == 403
     assert not AuditAction.objects.exists()
+
+
+def test_past_the_count_cap_the_heading_says_more(viewer_client, monkeypatch):
+    monkeypatch.setattr(pod_query, "COUNT_CAP", 2)
+    for uid in "abc":
+        pod(uid)
+    _, html = get(viewer_client, "/pods/")
+    assert re.search(r"<h2>2\+\s+pods</h2>", html), html
