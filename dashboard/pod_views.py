@@ -19,7 +19,7 @@ from dashboard.feed.commands import CommandError
 from dashboard.pod_history import pod_history
 from dashboard.pod_query import (PER_PAGE, SORT_CHOICES, STATES, BadFilter, PodFilters, pod_row,
                                  query_pods)
-from dashboard.views import _render
+from dashboard.views import render_page
 
 # action in the URL -> (what runs it, its button's words, what it does, in a sentence)
 ACTIONS = {
@@ -78,10 +78,10 @@ def pods(request):
     try:
         filters = PodFilters.parse(request.GET)
     except BadFilter as exc:
-        return _render(request, "dashboard/pods.html", "pod-list",
+        return render_page(request, "dashboard/pods.html", "pod-list",
                        {"error": str(exc), "filters": PodFilters(), "states": STATES,
                         "sorts": SORT_CHOICES, "now": time.time()}, status=400)
-    return _render(request, "dashboard/pods.html", "pod-list", pod_list_context(filters))
+    return render_page(request, "dashboard/pods.html", "pod-list", pod_list_context(filters))
 
 
 def pod_detail_context(uid: str, now: float | None = None) -> dict | None:
@@ -95,7 +95,7 @@ def pod_detail_context(uid: str, now: float | None = None) -> dict | None:
 
 
 def _missing(request, uid: str, bad_action: str = ""):
-    return _render(request, "dashboard/pod_detail.html", "pod-live",
+    return render_page(request, "dashboard/pod_detail.html", "pod-live",
                    {"missing": uid, "bad_action": bad_action}, status=404)
 
 
@@ -113,7 +113,7 @@ def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
     context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
                    can_act=request.user.has_perm(ACT_PERMISSION),
                    actions=[(name, words) for name, (_, words, _) in ACTIONS.items()])
-    return _render(request, "dashboard/pod_detail.html", "pod-live", context, status=status)
+    return render_page(request, "dashboard/pod_detail.html", "pod-live", context, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -141,7 +141,7 @@ def pod_action(request, uid: str, action: str):
                                 error=f"{words} refused: {exc.message}. Nothing was changed.")
         return redirect(f"{reverse('pod-detail', args=[uid])}?done={action}")
     record = history.record
-    return _render(request, "dashboard/pod_action.html", "confirmation", {
+    return render_page(request, "dashboard/pod_action.html", "confirmation", {
         "history": history, "action": action, "words": words, "explanation": explanation,
         "preview": preview(record) if record is not None else None,
         "assumed": history.assumed})

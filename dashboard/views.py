@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET
 from dashboard import event_reads, node_reads, read_model, snapshot_reads
 
 
-def _render(request, template: str, partial: str, context: dict, status: int = 200):
+def render_page(request, template: str, partial: str, context: dict, status: int = 200):
     if request.htmx:
         return render(request, f"{template}#{partial}", context, status=status)
     # The header says whether a live owner is behind what the page shows.
@@ -21,13 +21,13 @@ def _render(request, template: str, partial: str, context: dict, status: int = 2
 @require_GET
 def overview(request):
     overview = read_model.overview()
-    return _render(request, "dashboard/overview.html", "counts",
+    return render_page(request, "dashboard/overview.html", "counts",
                    {"overview": overview, "owner": overview.owner})
 
 
 @require_GET
 def nodes(request):
-    return _render(request, "dashboard/nodes.html", "node-table",
+    return render_page(request, "dashboard/nodes.html", "node-table",
                    {"nodes": node_reads.nodes(request.GET.get("page", 1))})
 
 
@@ -37,25 +37,25 @@ def node_detail(request, name: str):
     try:
         node = node_reads.node_detail(name, owner)
     except node_reads.BadNodeName as exc:
-        return _render(request, "dashboard/node_detail.html", "node-live",
+        return render_page(request, "dashboard/node_detail.html", "node-live",
                        {"name": name, "error": str(exc)}, status=400)
     except node_reads.UnknownNode as exc:
-        return _render(request, "dashboard/node_detail.html", "node-live",
+        return render_page(request, "dashboard/node_detail.html", "node-live",
                        {"name": name, "error": str(exc)}, status=404)
-    return _render(request, "dashboard/node_detail.html", "node-live",
+    return render_page(request, "dashboard/node_detail.html", "node-live",
                    {"name": name, "node": node, "owner": owner})
 
 
 @require_GET
 def zones(request):
     owner = read_model.owner_status()
-    return _render(request, "dashboard/zones.html", "zone-groups",
+    return render_page(request, "dashboard/zones.html", "zone-groups",
                    {"tree": node_reads.zones(owner), "owner": owner})
 
 
 @require_GET
 def snapshot(request):
-    return _render(request, "dashboard/snapshot.html", "snapshot-live",
+    return render_page(request, "dashboard/snapshot.html", "snapshot-live",
                    {"snapshot": snapshot_reads.snapshot_page()})
 
 
@@ -64,10 +64,10 @@ def events(request):
     try:
         event_filter = event_reads.EventFilter.from_query(request.GET)
     except event_reads.BadEventFilter as exc:
-        return _render(request, "dashboard/events.html", "event-list",
+        return render_page(request, "dashboard/events.html", "event-list",
                        dict(_EVENT_CHOICES, error=str(exc),
                             filter=event_reads.EventFilter()), status=400)
-    return _render(request, "dashboard/events.html", "event-list",
+    return render_page(request, "dashboard/events.html", "event-list",
                    dict(_EVENT_CHOICES, events=event_reads.recent_events(event_filter),
                         filter=event_filter))
 

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from django.views.decorators.http import require_GET
 
 from dashboard.feed.commands import CommandError
-from dashboard.views import _render
+from dashboard.views import render_page
 
 from . import status_reads
 from .statuses import STATES
@@ -42,11 +42,11 @@ def statuses(request):
     try:
         context.update(list_context(status_reads.check_state(state), request.GET.get("page", "1")))
     except status_reads.BadStatusQuery as exc:
-        return _render(request, TEMPLATE, "status-list", dict(context, error=str(exc)), 400)
+        return render_page(request, TEMPLATE, "status-list", dict(context, error=str(exc)), 400)
     except CommandError as exc:
-        return _render(request, TEMPLATE, "status-list", dict(context, error=exc.message),
+        return render_page(request, TEMPLATE, "status-list", dict(context, error=exc.message),
                        exc.status)
-    return _render(request, TEMPLATE, "status-list", context)
+    return render_page(request, TEMPLATE, "status-list", context)
 
 
 def detail_context(namespace: str, name: str) -> dict:
@@ -60,6 +60,6 @@ def status_detail(request, namespace: str, name: str):
     try:
         context.update(detail_context(namespace, name))
     except CommandError as exc:
-        return _render(request, TEMPLATE, "status-detail", dict(context, error=exc.message),
+        return render_page(request, TEMPLATE, "status-detail", dict(context, error=exc.message),
                        exc.status)
-    return _render(request, TEMPLATE, "status-detail", context)
+    return render_page(request, TEMPLATE, "status-detail", context)

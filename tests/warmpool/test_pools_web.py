@@ -176,7 +176,9 @@ def test_the_panel_page_shows_queue_reservations_and_histogram(process, viewer_c
 
 
 def test_the_panel_without_the_process_says_so(redis, viewer_client):
-    assert b"is not running" in viewer_client.get("/pools/").content
+    html = viewer_client.get("/pools/").content.decode()
+    assert "is not running" in html
+    assert "No live owner" in html and "Redis unreachable" not in html   # the header's badge
 
 
 @pytest.mark.asyncio
