@@ -196,7 +196,11 @@ def test_the_confirmation_warns_when_the_pod_is_not_assumed(operator_client):
 
 def test_acting_needs_the_permission(viewer_client):
     pod("a1", "Assumed", node="n1")
-    assert viewer_client.get("/pods/a1/forget/").status_code == 403
+    refused = viewer_client.get("/pods/a1/forget/")
+    assert refused.status_code == 403
+    page = refused.content.decode()
+    assert "forget needs the act_on_pods permission" in page and "Log out" in page
+    assert "Redis unreachable" not in page   # an error page claims nothing about the owner
     response = viewer_client.post("/pods/a1/forget/", {"action": "forget", "confirm": "yes"})
     assert response.status_code == 403
     assert not AuditAction.objects.exists()
