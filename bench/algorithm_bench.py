@@ -18,6 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from bench.benchkit import percentile  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from scheduling import DefaultAlgorithm  # noqa: E402
 from scheduling.podview import PodView  # noqa: E402
@@ -53,11 +54,6 @@ def shapes():
         ("large, priority 1e6: preempt", make_pod("vip", requests={"cpu": "31", "memory": "200Gi"},
                                                   priority=1_000_000)),
     ]
-
-
-def percentile(samples, q):
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
 def main():

@@ -20,6 +20,12 @@ def line(label, value):
     print(f"  {label:<60} {value}")
 
 
+def percentile(samples, q: float):
+    """The sample at rank q (0 to 1) of the sorted samples: every bench's p50 and p99."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
 @contextlib.contextmanager
 def served_cluster(nodes, pods, *options):
     """`python -m simcluster serve` with 5 zones; yields (url, kubeconfig path)."""

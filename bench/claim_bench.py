@@ -27,13 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
-from benchkit import line, served_cluster  # noqa: E402
+from benchkit import line, percentile, served_cluster  # noqa: E402
 from bind_bench import children, cpu_seconds  # noqa: E402
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main(argv=None) -> int:

@@ -27,7 +27,6 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import multiprocessing
 import os
 from pathlib import Path
-import statistics
 import sys
 import tempfile
 import time
@@ -43,7 +42,7 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 
-from benchkit import core_api, line, served_cluster, sync  # noqa: E402
+from benchkit import core_api, line, percentile, served_cluster, sync  # noqa: E402
 from bind_bench import children, cpu_seconds  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from dashboard import tasks  # noqa: E402
@@ -133,9 +132,8 @@ def run(args, kubeconfig):
 
 
 def percentiles(label, samples):
-    samples.sort()
-    line(f"p50{label}", f"{statistics.median(samples) * 1e3:>10.1f} ms")
-    line(f"p99{label}", f"{samples[max(int(len(samples) * 0.99) - 1, 0)] * 1e3:>10.1f} ms")
+    line(f"p50{label}", f"{percentile(samples, 0.5) * 1e3:>10.1f} ms")
+    line(f"p99{label}", f"{percentile(samples, 0.99) * 1e3:>10.1f} ms")
 
 
 def run_http(args):

@@ -20,7 +20,6 @@ import argparse
 import gc
 import os
 from pathlib import Path
-import statistics
 import sys
 import threading
 import time
@@ -32,7 +31,8 @@ import django  # noqa: E402
 
 django.setup()
 
-from benchkit import cluster_pods, core_api as api, line, served_cluster, sync  # noqa: E402
+from benchkit import (cluster_pods, core_api as api, line, percentile, served_cluster,  # noqa: E402
+                      sync)
 from schedcache import Cache  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
 from dashboard.feed.reflector import Reflector  # noqa: E402
@@ -115,8 +115,8 @@ def bench_publish_delay(kubeconfig, owner, tag, label, count=200):
                     if e["kind"] == "pod_added" and e["name"] in sent)
     print(f"change in the cluster to its transition published, {label} ({len(delays)} pods "
           f"created, flush every 100 ms)")
-    line("p50", f"{statistics.median(delays) * 1e3:>10.0f} ms")
-    line("p99", f"{delays[int(len(delays) * 0.99) - 1] * 1e3:>10.0f} ms")
+    line("p50", f"{percentile(delays, 0.5) * 1e3:>10.0f} ms")
+    line("p99", f"{percentile(delays, 0.99) * 1e3:>10.0f} ms")
 
 
 def main():

@@ -20,13 +20,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchkit import line  # noqa: E402
+from benchkit import line, percentile  # noqa: E402
 from ui_bench import REST_QUERIES, configure, fill_read_model  # noqa: E402
 
 
 def percentiles(timings) -> str:
-    q = statistics.quantiles(timings, n=100, method="inclusive")
-    return f"p50 {q[49] * 1000:>6.1f} / p99 {q[98] * 1000:>6.1f} ms"
+    return (f"p50 {percentile(timings, 0.5) * 1000:>6.1f} / "
+            f"p99 {percentile(timings, 0.99) * 1000:>6.1f} ms")
 
 
 def bench(requests: int):

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "tests" / "live"))
-from benchkit import core_api, line, start_redis  # noqa: E402
+from benchkit import core_api, line, percentile, start_redis  # noqa: E402
 
 CHROMIUM = os.environ.get("SCHEDVIEW_CHROMIUM", "/usr/bin/chromium")
 NAMESPACE = "ui-bench"
@@ -217,10 +217,9 @@ class Delays:
     def report(self, label):
         for what, delays in (("first fragment after", self.pushed),
                              ("fragment showing it", self.shown)):
-            if len(delays) >= 2:
-                q = statistics.quantiles(delays, n=100, method="inclusive")
-                line(f"{label}, {what}: p50 / p99", f"{q[49] * 1000:>6.0f} / "
-                                                    f"{q[98] * 1000:>6.0f} ms")
+            if delays:
+                line(f"{label}, {what}: p50 / p99", f"{percentile(delays, 0.5) * 1000:>6.0f} / "
+                                                    f"{percentile(delays, 0.99) * 1000:>6.0f} ms")
         total = len(self.shown) + self.missed
         line(f"{label}: transitions shown / missed", f"{len(self.shown)} / {self.missed} "
              f"({100 * self.missed / max(total, 1):.1f}% missed)")
@@ -376,9 +375,8 @@ def bench_rest(web, token, count, requests):
             line(f"  {query.split('&page')[0][:48]}", f"p50 {statistics.median(ts) * 1000:>6.1f}"
                                                        f", max {max(ts) * 1000:>6.1f} ms")
     if every:
-        q = statistics.quantiles(every, n=100, method="inclusive")
         line(f"GET /api/v1/pods, {len(every)} requests: p50 / p99",
-             f"{q[49] * 1000:>6.1f} / {q[98] * 1000:>6.1f} ms")
+             f"{percentile(every, 0.5) * 1000:>6.1f} / {percentile(every, 0.99) * 1000:>6.1f} ms")
     line("non-200 answers", failures)
 
 
