@@ -45,6 +45,7 @@ network problem, and retrying would lose or reorder events).
 
 from __future__ import annotations
 
+import functools
 import http.client
 import logging
 import random
@@ -143,7 +144,8 @@ class Reflector:
                  stop: threading.Event | None = None,
                  log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
                  connect_timeout: float = 10.0, read_timeout: float | None = None,
-                 clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0):
+                 clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
+                 label_selector: str = ""):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
         self.api = api
@@ -177,10 +179,9 @@ class Reflector:
         self._running = False
         self.state = "new"             # listing, watching, backing off, stopped
         self._changed = threading.Condition()
-        if kind == "pods":
-            self._list_call = api.list_pod_for_all_namespaces
-        else:
-            self._list_call = api.list_node
+        self._list_call = api.list_pod_for_all_namespaces if kind == "pods" else api.list_node
+        if label_selector:   # lists and watches alike: only the objects it selects
+            self._list_call = functools.partial(self._list_call, label_selector=label_selector)
 
     # -- control ---------------------------------------------------------------------
 

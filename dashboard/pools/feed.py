@@ -1,8 +1,8 @@
 """The pools' view of the cluster: pool pods listed and watched by the feed's Reflector,
 routed to each pool's members; a pool first seen gets its scheduler then.
 
-The reflector lists and watches only pods with the pool label (`PoolPods` adds the
-selector to its calls), with its usual resume, 410 relist and backoff. A pod whose
+The reflector lists and watches only pods with the pool label (a label selector),
+with its usual resume, 410 relist and backoff. A pod whose
 pool label changes leaves its old pool; a pool with no pods left keeps its scheduler
 (requests then wait for pods, or their deadline).
 """
@@ -12,16 +12,6 @@ from typing import Callable
 from dashboard.feed.reflector import Reflector, Relisted, Watched
 from warmpool import PoolMembers, PoolScheduler, digest
 from warmpool.podstate import POOL_LABEL
-
-
-class PoolPods:
-    """A CoreV1Api stand-in for the Reflector: pod lists and watches of pool pods only."""
-
-    def __init__(self, core_api):
-        self.core_api = core_api
-
-    def list_pod_for_all_namespaces(self, **kwargs):
-        return self.core_api.list_pod_for_all_namespaces(label_selector=POOL_LABEL, **kwargs)
 
 
 class PoolFeed:
@@ -75,4 +65,4 @@ class PoolFeed:
 
 
 def pool_reflector(core_api, feed: PoolFeed, stop: threading.Event, **options) -> Reflector:
-    return Reflector(PoolPods(core_api), "pods", feed, stop=stop, **options)
+    return Reflector(core_api, "pods", feed, stop=stop, label_selector=POOL_LABEL, **options)

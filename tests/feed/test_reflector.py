@@ -41,6 +41,15 @@ def test_initial_list_is_paged_and_complete(sim, kind):
     assert r.stats["lists"] == 1 and got == []   # list_once() returns, run() emits
 
 
+def test_a_label_selector_narrows_the_list(sim, v1):
+    name = unbound_pods(sim)[0]["metadata"]
+    v1.patch_namespaced_pod(name["name"], name["namespace"],
+                            {"metadata": {"labels": {"picked": "yes"}}})
+    relisted = Reflector(client.CoreV1Api(sim.api_client()), "pods", [].append,
+                         label_selector="picked=yes").list_once()
+    assert [p["metadata"]["name"] for p in relisted.items] == [name["name"]]
+
+
 def test_expired_continue_token_restarts_the_list(sim, v1):
     victim = sim.pods()[-1]["metadata"]
 
