@@ -3,6 +3,7 @@ and an owner synced from it over HTTP (reflectors in threads, as in `manage.py w
 
 Django-free at import, so the cache benchmark can use `line` without settings."""
 import contextlib
+import functools
 import json
 import os
 from pathlib import Path
@@ -77,16 +78,22 @@ def drain_until(owner, done, timeout=600):
             raise TimeoutError("the owner did not finish in time")
 
 
-def sync(owner, kubeconfig):
+def sync(owner, kubeconfig, decoded=False):
     """Start reflectors for nodes and pods into `owner`, apply until synced, then settle
     the heap as the owner process does. Returns the event that stops the reflectors and
-    the seconds each part took: (stop, syncing, settling)."""
+    the seconds each part took: (stop, syncing, settling). `decoded`: the reflectors run
+    in a decoder process, as in `manage.py watch`; else in threads here."""
+    from dashboard.feed.decoder import DecoderProcess
     from dashboard.feed.reflector import Reflector
     from dashboard.feed.runner import settle_heap
     stop = threading.Event()
     started = time.perf_counter()
-    for kind in ("nodes", "pods"):
-        Reflector(core_api(kubeconfig), kind, owner.feed.put, stop=stop).start()
+    if decoded:
+        DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),
+                       stop=stop).start()
+    else:
+        for kind in ("nodes", "pods"):
+            Reflector(core_api(kubeconfig), kind, owner.feed.put, stop=stop).start()
     drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
     synced = time.perf_counter()
     settle_heap()

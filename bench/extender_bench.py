@@ -1,7 +1,7 @@
 """Scheduling through the extender: filter latency over every node, pods placed per second.
 
     .venv/bin/python bench/extender_bench.py [--nodes 5000 --pods 150000 --pending 1000]
-    .venv/bin/python bench/extender_bench.py --http [--nodes 500 --pods 5000 --pending 300]
+    .venv/bin/python bench/extender_bench.py --http [--via owner|web] [--nodes 500 ...]
 
 The simulated cluster runs in its own process with `--pending` unbound pods. Here: the
 owner (reflectors, cache, and the extender attached as `manage.py watch` attaches it)
@@ -16,20 +16,25 @@ difference is time spent waiting for a core or for the GIL (reflector threads).
 
 With `--http` nothing runs in this process but kube-scheduler: the hops it really pays
 are in, over real processes started as the live tests start them (simulated cluster,
-`manage.py watch`, a Celery worker and beat, daphne) on REDIS_URL's Redis and
-DATABASE_URL's database (migrated here). Filter calls go one after another over HTTP
+`manage.py watch`, a Celery worker and beat) on REDIS_URL's Redis and DATABASE_URL's
+database (migrated here). kube-scheduler calls the owner's own listener (`--via owner`),
+or the web's /extender under daphne, which forwards each call over Redis (`--via web`).
+Filter calls go one after another over HTTP
 (the scheduling cycle is serial), each placed pod's bind call from a pool of
 `--binders` threads (kube-scheduler binds asynchronously); a pod counts as placed when
 the owner's statuses say Bound (the watch saw it Added on its node).
 """
 import argparse
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+import http.client
 import multiprocessing
 import os
 from pathlib import Path
 import sys
 import tempfile
+import threading
 import time
+from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "live"))
@@ -60,12 +65,14 @@ def main():
     parser.add_argument("--pods", type=int)
     parser.add_argument("--pending", type=int)
     parser.add_argument("--binders", type=int, default=4, help="--http: bind threads")
+    parser.add_argument("--via", choices=("owner", "web"), default="owner",
+                        help="--http: the owner's own listener, or the web and Redis")
     args = parser.parse_args()
     # The in-process run's sizes; over HTTP smaller, for a run of minutes on 2 cores.
-    for name, local, http in (("nodes", 5000, 500), ("pods", 150000, 5000),
-                              ("pending", 1000, 300)):
+    for name, local, over_http in (("nodes", 5000, 500), ("pods", 150000, 5000),
+                                   ("pending", 1000, 300)):
         if getattr(args, name) is None:
-            setattr(args, name, http if args.http else local)
+            setattr(args, name, over_http if args.http else local)
     if args.http:
         return run_http(args)
     tune_gc()
@@ -146,15 +153,15 @@ def run_http(args):
     tmp = Path(tempfile.mkdtemp(prefix="extender-bench-"))
     kubeconfig = tmp / "kubeconfig"
     stack = Stack(tmp, child_env(tmp, os.environ["REDIS_URL"], kubeconfig, compare_period=3600))
-    stack.http.connection_pool_kw["maxsize"] = args.binders + 1
     total = args.pods + args.pending
     try:
         stack.cluster(kubeconfig, "--nodes", str(args.nodes), "--pods", str(total), "--zones",
                       "5", "--pending-fraction", str(args.pending / total))
         stack.owner("owner")
         stack.celery()
-        url = stack.web()
+        url = stack.web() + "/extender" if args.via == "web" else None
         synced_owner(timeout=300)
+        url = url or stack.extender()
         kube = core_api(kubeconfig)
         # What kube-scheduler's informers hold: node names, pending pods as the API's JSON.
         names = [n.metadata.name for n in kube.list_node().items]
@@ -168,12 +175,22 @@ def run_http(args):
 
 def run_scheduler(stack, url, names, pending, binders, send):
     """kube-scheduler's side: serial filters, binds from a thread pool, until Bound."""
+    where = urlsplit(url)
+    connections = threading.local()
+
     def call(verb, body):
+        """One call on this thread's kept-alive connection, as Go's client keeps them
+        (http.client: urllib3's pool cost this process, kube-scheduler, twice the CPU)."""
         begun = time.perf_counter()
-        response = stack.http.request("POST", f"{url}/extender/{verb}", body=orjson.dumps(body),
-                                      headers={"Content-Type": "application/json"})
-        answer = orjson.loads(response.data)
-        assert response.status == 200 and not answer["Error"], (verb, response.data)
+        if getattr(connections, "http", None) is None:
+            connections.http = http.client.HTTPConnection(where.hostname, where.port,
+                                                          timeout=30)
+        connections.http.request("POST", f"{where.path}/{verb}", body=orjson.dumps(body),
+                                 headers={"Content-Type": "application/json"})
+        response = connections.http.getresponse()
+        raw = response.read()
+        answer = orjson.loads(raw)
+        assert response.status == 200 and not answer["Error"], (verb, raw)
         return answer, time.perf_counter() - begun
 
     def bind(pod, node):
@@ -197,17 +214,21 @@ def run_scheduler(stack, url, names, pending, binders, send):
             if result["NodeNames"]:
                 binds.append(pool.submit(bind, pod, result["NodeNames"][0]))
         bind_times = [b.result() for b in binds]
+    answered = time.perf_counter() - start
     deadline = time.monotonic() + 120
     while (placed := bound() - already) < len(binds) and time.monotonic() < deadline:
         time.sleep(0.05)
     seconds = time.perf_counter() - start
-    print(f"over HTTP: filter (NodeNames: {len(names)} nodes), {len(filters)} pods")
+    print(f"over HTTP at {url}: filter (NodeNames: {len(names)} nodes), {len(filters)} pods")
     percentiles("", filters)
+    line("mean (the serial loop's pace)", f"{sum(filters) / len(filters) * 1e3:>10.1f} ms")
     print(f"bind calls, {binders} threads")
     percentiles("", bind_times)
     print("end to end: filter, bind, Binding POSTed, Bound in the owner's statuses")
     line(f"{placed} of {len(pending)} pods placed and bound in {seconds:.1f} s",
          f"{placed / seconds:>10,.0f} /s")
+    line("of which kube-scheduler's calls (filter, then the last bind answered)",
+         f"{answered:>10.1f} s")
     print("CPU seconds over the run: " + ", ".join(
         f"{name} {process_cpu(pid) - cpu_before[name]:.1f}" for name, pid in pids.items())
         + f", kube-scheduler (this process) {time.process_time() - own_cpu:.1f}")

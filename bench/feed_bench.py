@@ -1,10 +1,11 @@
 """The live feed's figures: sync time, watch events applied per second, change-to-publish delay.
 
-    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000]
+    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000] [--in-process]
 
 The simulated cluster runs in its own process (`python -m simcluster serve`), the
-reflectors and the owner here, as in `manage.py watch` (one owner thread applying,
-reflector threads reading HTTP). The database writer and the channel layer are left
+owner here and the reflectors in a decoder process, as in `manage.py watch` (the
+decoder reads HTTP, parses and digests pods; the owner thread applies them);
+`--in-process` runs the reflectors as threads of this process instead. The database writer and the channel layer are left
 out: they run beside the owner and do not hold it up (the writer is a thread with a
 bounded queue; publishing is one message per 100 ms), so the figures are the cache's.
 
@@ -17,6 +18,7 @@ bounded queue; publishing is one message per 100 ms), so the figures are the cac
 Binds per second through Celery: bench/bind_bench.py.
 """
 import argparse
+import functools
 import gc
 import os
 from pathlib import Path
@@ -34,9 +36,16 @@ django.setup()
 from benchkit import (cluster_pods, core_api as api, line, percentile, served_cluster,  # noqa: E402
                       sync)
 from schedcache import Cache  # noqa: E402
+from dashboard.feed.decoder import DecoderProcess  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
 from dashboard.feed.reflector import Reflector  # noqa: E402
 from dashboard.feed.runner import tune_gc  # noqa: E402
+
+
+def process_cpu(pid) -> float:
+    """CPU seconds (user + system) a process of this machine has used (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Recorder:
@@ -50,36 +59,52 @@ class Recorder:
         self.seen.extend((now, e) for e in events)
 
 
-def bench_sync(kubeconfig):
+def bench_sync(kubeconfig, decoded):
     owner = CacheOwner(Cache(ttl=30))
-    stop, seconds, settling = sync(owner, kubeconfig)
+    cpu = time.process_time()
+    stop, seconds, settling = sync(owner, kubeconfig, decoded)
+    cpu = time.process_time() - cpu - settling
     print(f"fresh start to a synced cache ({owner.cache.node_count()} nodes, "
           f"{owner.cache.pod_count()} bound pods, {len(owner.pending)} pending)")
     line("list + parse + apply, wall", f"{seconds:>10.1f} s")
+    line("  CPU of this process (the owner's)", f"{cpu:>10.1f} s")
     line("then settling the heap (gc.freeze)", f"{settling:>10.1f} s")
     return owner, stop
 
 
-def bench_watch_rate(kubeconfig, pods):
+def bench_watch_rate(kubeconfig, pods, decoded):
     """`pods`: how many the cluster holds; timing stops when the last one is applied."""
     owner = CacheOwner(Cache(ttl=30))
-    reflector = Reflector(api(kubeconfig), "pods", owner.feed.put, watch_timeout=120)
-    reflector.resource_version = "0"          # synthetic ADDED for every pod
-    thread = threading.Thread(target=reflector.watch_once, daemon=True)
-    start = time.perf_counter()
-    thread.start()
+    if decoded:   # resume from "0": the watch first, no list
+        feed = DecoderProcess(owner.feed.put, functools.partial(api, str(kubeconfig)),
+                              kinds=("pods",), resume_from={"pods": "0"},
+                              options={"watch_timeout": 120})
+        begin = feed.start
+        alive = lambda: feed.process.is_alive()  # noqa: E731
+    else:
+        feed = Reflector(api(kubeconfig), "pods", owner.feed.put, watch_timeout=120)
+        feed.resource_version = "0"          # synthetic ADDED for every pod
+        thread = threading.Thread(target=feed.watch_once, daemon=True)
+        begin, alive = thread.start, thread.is_alive
+    start, cpu = time.perf_counter(), time.process_time()
+    begin()
     total = [0]
 
     def applied_all():
         total[0] += owner.drain_feed(limit=20000)
-        return total[0] >= pods or not thread.is_alive()
+        return total[0] >= pods or not alive()
     while not applied_all():
         time.sleep(0.001)
-    seconds = time.perf_counter() - start
-    reflector.stop()
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    decoder_cpu = process_cpu(feed.process.pid) if decoded else None
+    feed.stop()
     print("watch events applied to the cache, over HTTP")
     line(f"{total[0]} synthetic ADDED events (watch from resourceVersion 0)",
          f"{total[0] / seconds:>10,.0f} /s")
+    line("  CPU of this process (the owner's) per event", f"{cpu / total[0] * 1e6:>10.1f} us")
+    if decoder_cpu is not None:
+        line("  CPU of the decoder process per event (with its start)",
+             f"{decoder_cpu / total[0] * 1e6:>10.1f} us")
 
 
 def bench_publish_delay(kubeconfig, owner, tag, label, count=200):
@@ -123,14 +148,17 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
+    parser.add_argument("--in-process", action="store_true",
+                        help="reflectors as threads of the owner's process (no decoder)")
     args = parser.parse_args()
+    decoded = not args.in_process
     tune_gc()
     started = time.perf_counter()
     with served_cluster(args.nodes, args.pods, "--bookmark-interval", "5",
                         "--history", "200000") as (url, kubeconfig):
         print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
               f"{time.perf_counter() - started:.0f} s")
-        owner, stop = bench_sync(kubeconfig)
+        owner, stop = bench_sync(kubeconfig, decoded)
         bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
                             "backlog being written)")
         bench_publish_delay(kubeconfig, owner, "steady", "steady state")
@@ -138,7 +166,7 @@ def main():
         del owner
         gc.unfreeze()   # release the first owner's heap before the next phase
         gc.collect()
-        bench_watch_rate(kubeconfig, cluster_pods(url))
+        bench_watch_rate(kubeconfig, cluster_pods(url), decoded)
 
 
 if __name__ == "__main__":

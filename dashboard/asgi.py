@@ -1,12 +1,17 @@
 """The ASGI application daphne serves: Django views over HTTP, Channels consumers over websockets.
 
-Django is set up (get_asgi_application) before anything imports models.
+Django is set up (get_asgi_application) before anything imports models. The web
+process pools its PostgreSQL connections (SCHEDVIEW_DB_POOL, settings.py) unless told
+otherwise: its every page, socket login and live render is a short database call in a
+worker thread, which otherwise opened a connection of its own (200 websocket viewers
+connecting at once then outlasted daphne's 5 s handshake timeout).
 """
 import os
 
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("SCHEDVIEW_DB_POOL", "16")   # above the process's threads that hold one
 http_application = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402

@@ -1,16 +1,12 @@
 """Live pages over websockets: the owner's flushes, pushed as the fragments pages render.
 
 The owner publishes one `cache.events` message per flush (every 100 ms under churn) to
-the `events` group. A page needs far fewer updates than that: a lone change is pushed at
-once, and a burst is coalesced into one more push at the end of PUSH_INTERVAL, so each
-consumer renders its section at most once per interval and always ends on the latest
-state. It renders from the
+the `events` group. The process's hub (`live_hub`) receives it once and offers it to
+each fragment, which pushes at most once per PUSH_INTERVAL. Consumers render from the
 same partial the page and its htmx refresh use, so the three never differ. htmx's ws
 extension swaps the fragment in place by its id.
 """
-import asyncio
 import threading
-import time
 from urllib.parse import parse_qs
 
 import orjson
@@ -18,10 +14,9 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from dashboard import event_reads, node_reads, read_model, snapshot_reads
+from dashboard import event_reads, live_hub, node_reads, read_model, snapshot_reads
 from dashboard.feed.publisher import EVENTS_GROUP
 
-PUSH_INTERVAL = 0.5  # seconds: a person reads no faster; bursts are coalesced
 BAD_INPUT = 4400     # close code: the socket's URL asked for something that cannot be shown
 BUFFERED = 5000      # events kept for an events page that has not said where it stands
 
@@ -30,34 +25,43 @@ class LiveConsumer(AsyncWebsocketConsumer):
     """A live page's socket: logged-in users only; pushes `render()` after the owner's flushes.
 
     Subclasses say what they show (`render`, run in a thread since it reads the
-    database) and which flushes concern them (`wants`, default all). The owner
-    publishes a flush once its rows are written, so a render after it shows it.
-    One push follows the connect: a change between the page's render and the
-    socket joining the group would otherwise be missed until the next one.
+    database), which flushes concern them (`wants`, default all), and whether
+    other sockets show the same (`shared_key`: then one render serves them all).
+    The owner publishes a flush once its rows are written, so a render after it
+    shows it. One push follows the connect: a change between the page's render
+    and the socket joining would otherwise be missed until the next one.
     """
-    _scheduled = None   # also for a socket a subclass refused before connecting
+    _fragment = None    # also for a socket a subclass refused before connecting
     push_on_connect = True
     group = EVENTS_GROUP   # where the changes it shows are announced
+    # No channel of its own: the hub receives for every socket of the process. (With one,
+    # each socket kept a receive pending on the layer, and channels_redis hands a message
+    # between them under one lock: 200 such sockets stalled the process's connects and
+    # closes for seconds.) An alias no layer is configured under gives none.
+    channel_layer_alias = None
 
     async def connect(self):
-        self._last_push = 0.0
-        self._scheduled = None
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.close(code=4401)  # the page's login redirect cannot happen on a socket
             return
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self._fragment = await live_hub.hub(self.group).join(self)
         await self.accept()
-        if self.push_on_connect:
-            self._schedule()
+        if self.push_on_connect:   # to this socket alone: the others are up to date
+            await self.send(text_data=await self._fragment.current(self))
 
     async def disconnect(self, code):
-        await self.channel_layer.group_discard(self.group, self.channel_name)
-        if self._scheduled is not None:
-            self._scheduled.cancel()
+        if self._fragment is not None:
+            await live_hub.hub(self.group).leave(self, self._fragment)
+            self._fragment = None
 
     async def receive(self, text_data=None, bytes_data=None):
         """Browsers have nothing to say on these sockets; whatever they send is ignored."""
+
+    def shared_key(self):
+        """What this socket shows, when another socket with the same key shows the same
+        (its `wants` and `render` then hold no state of the socket's own); None: its own."""
+        return None
 
     def wants(self, message: dict) -> bool:
         return True
@@ -65,23 +69,12 @@ class LiveConsumer(AsyncWebsocketConsumer):
     def render(self) -> str:
         raise NotImplementedError
 
-    async def cache_events(self, message):
-        if self.wants(message):
-            self._schedule()
-
-    def _schedule(self):
-        if self._scheduled is None or self._scheduled.done():
-            delay = max(0.0, self._last_push + PUSH_INTERVAL - time.monotonic())
-            self._scheduled = asyncio.ensure_future(self._push_after(delay))
-
-    async def _push_after(self, delay):
-        await asyncio.sleep(delay)  # the coalescing window, not a synchronisation
-        self._last_push = time.monotonic()
-        await self.send(text_data=await database_sync_to_async(self.render)())
-
 
 class OverviewConsumer(LiveConsumer):
     """Keeps the overview's counts, owner status, snapshot and comparer panels live."""
+
+    def shared_key(self):
+        return "overview"
 
     def render(self) -> str:
         return render_to_string("dashboard/overview.html#counts",
@@ -180,6 +173,9 @@ class NodeDetailConsumer(LiveConsumer):
 class ZonesConsumer(LiveConsumer):
     """The zone tree: its nodes, their zones' usage, and the round robin's position."""
 
+    def shared_key(self):
+        return "zones"
+
     async def connect(self):
         self._position = None
         await super().connect()
@@ -196,6 +192,9 @@ class ZonesConsumer(LiveConsumer):
 
 class SnapshotConsumer(LiveConsumer):
     """The snapshot page: every change moves a node's generation past the snapshot's."""
+
+    def shared_key(self):
+        return "snapshot"
 
     def render(self) -> str:
         return render_to_string("dashboard/snapshot.html#snapshot-live",

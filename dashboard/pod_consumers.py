@@ -32,9 +32,13 @@ class PodListConsumer(LiveConsumer):
             self.filters = PodFilters.parse({key: values[-1] for key, values in query.items()})
         except BadFilter:
             self.filters = None
+            self.push_on_connect = False   # nothing to show: the socket closes at once
         await super().connect()
         if self.filters is None:
             await self.close(code=BAD_FILTER)
+
+    def shared_key(self):
+        return ("pods", self.filters)
 
     def wants(self, message: dict) -> bool:
         if self.filters is None:
@@ -54,6 +58,9 @@ class PodDetailConsumer(LiveConsumer):
     async def connect(self):
         self.uid = self.scope["url_route"]["kwargs"]["uid"]
         await super().connect()
+
+    def shared_key(self):
+        return ("pod", self.uid)
 
     def wants(self, message: dict) -> bool:
         return any(event.get("key") == self.uid for event in _pod_events(message))

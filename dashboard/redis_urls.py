@@ -31,7 +31,11 @@ def redis_settings(url: str) -> dict:
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
                 # A web process opens a connection per websocket joining or leaving a
                 # group at once; redis-py's default cap of 100 refused the 101st viewer.
-                "CONFIG": {"hosts": [{"address": url, "max_connections": 1000}]},
+                # A web process killed without leaving its groups stays a member, and
+                # every flush is sent to its dead channel, until the group's expiry:
+                # hubs rejoin every 10 minutes (live_hub.py), so 30 minutes is enough.
+                "CONFIG": {"hosts": [{"address": url, "max_connections": 1000}],
+                           "group_expiry": 1800},
             },
         },
         "CELERY_BROKER_URL": celery_url(url),

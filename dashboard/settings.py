@@ -6,6 +6,7 @@ Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL.
 """
 import os
 from pathlib import Path
+import re
 import tempfile
 
 import environ
@@ -93,6 +94,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"})
     DATABASES["default"]["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"schedview-test-{os.getpid()}.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # SCHEDVIEW_DB_POOL=N keeps up to N connections open in a pool (psycopg's): the web
+    # turns it on (asgi.py), whose many short calls each opened one otherwise, and
+    # PostgreSQL forks a backend per connection (5-25 ms on a busy 2-core machine). Off
+    # elsewhere: a test run, which ends an event loop and its threads every test, left
+    # pooled connections checked out until an 8-connection pool ran dry.
+    _pool = env.int("SCHEDVIEW_DB_POOL", default=0)
+    if _pool < 0:
+        raise ImproperlyConfigured("SCHEDVIEW_DB_POOL must be 0 (no pool) or positive")
+    if _pool:
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": _pool, "timeout": 30}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL names the Redis of Channels and Celery; redis_settings() derives
@@ -119,6 +132,14 @@ SCHEDVIEW_COMPARE_PERIOD = env.float("SCHEDVIEW_COMPARE_PERIOD", default=60.0)
 SCHEDVIEW_ALGORITHM = env.str("SCHEDVIEW_ALGORITHM", default="scheduling.algorithm.DefaultAlgorithm")
 # Seconds kube-scheduler's extender calls wait for the owner's answer.
 SCHEDVIEW_EXTENDER_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_TIMEOUT", default=5.0)
+# host:port (IPv4 or a name) where the leading cache owner serves kube-scheduler's extender
+# verbs itself (POST /extender/filter, bind, preempt: no web or Redis hop); empty: only the
+# web serves them.
+SCHEDVIEW_EXTENDER_ADDRESS = env.str("SCHEDVIEW_EXTENDER_ADDRESS", default="127.0.0.1:8101")
+if SCHEDVIEW_EXTENDER_ADDRESS and not re.fullmatch(r"[^\s:]+:\d{1,5}",
+                                                    SCHEDVIEW_EXTENDER_ADDRESS):
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_ADDRESS must be host:port (or empty), "
+                               f"not {SCHEDVIEW_EXTENDER_ADDRESS!r}")
 # How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
 SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
 

@@ -51,6 +51,12 @@ def _pod_node(pod) -> str:
     return ((pod.get("spec") or {}).get("nodeName")) or ""
 
 
+def _require_node(info, action):
+    if not info.node_name:
+        raise CacheError(f"pod {info.namespace}/{info.name} has no spec.nodeName, so it "
+                         f"cannot be {action}")
+
+
 def _lean_node(node) -> dict:
     lean = dict(node)
     metadata = node.get("metadata")
@@ -156,9 +162,7 @@ class Cache:
     @staticmethod
     def _assigned_pod_info(pod, action):
         info = make_pod_info(pod)
-        if not info.node_name:
-            raise CacheError(f"pod {info.namespace}/{info.name} has no spec.nodeName, so it "
-                             f"cannot be {action}")
+        _require_node(info, action)
         return info
 
     def assume_pod(self, pod):
@@ -229,7 +233,15 @@ class Cache:
 
     def add_pod(self, pod):
         """Assumed -> Added (confirm), or Initial/Expired -> Added."""
-        info = self._assigned_pod_info(pod, "added")
+        self._add(self._assigned_pod_info(pod, "added"))
+
+    def add_pod_info(self, info):
+        """add_pod for a pod already digested (a PodInfo from `podinfo.make_pod_info` or
+        `unpack_pod_info`): the feed digests pods in another process."""
+        _require_node(info, "added")
+        self._add(info)
+
+    def _add(self, info):
         key = info.key
         with self._lock:
             state = self._pods.get(key)
@@ -254,6 +266,11 @@ class Cache:
         info = make_pod_info(new)
         if info.key != key:
             raise CacheError(f"update names two different pods ({key} and {info.key})")
+        self.update_pod_info(info)
+
+    def update_pod_info(self, info):
+        """update_pod for a pod already digested: `info` replaces the pod with its key."""
+        key = info.key
         with self._lock:
             state = self._pods.get(key)
             if state is None:

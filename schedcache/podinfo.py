@@ -11,7 +11,7 @@ import marshal
 import sys
 
 from .errors import CacheError
-from .resource import pod_requests
+from .resource import Resource, pod_requests
 
 # Kept of a pod, besides what PodInfo holds in its own slots (uid, name, namespace,
 # resourceVersion, labels, nodeName), which `.pod` puts back.
@@ -185,4 +185,53 @@ def make_pod_info(pod) -> PodInfo:
         info.has_affinity = info.has_required_anti_affinity = False
     info.pvc_keys = pvc_keys
     info._frozen = frozen
+    return info
+
+
+# --- a digest that crosses a process boundary ----------------------------------------------
+# The feed digests pods in a process of its own and hands the owner these tuples
+# (marshal-able: plain values only), so the owner's process never parses a pod.
+
+def _pack_resource(resource) -> tuple:
+    return (resource.milli_cpu, resource.memory, resource.ephemeral_storage,
+            resource.allowed_pod_number, tuple(sorted(resource.scalar_resources.items())))
+
+
+_unpacked_resources = {}  # packed requests -> one shared Resource (never changed)
+
+
+def _unpack_resource(packed) -> Resource:
+    shared = _unpacked_resources.get(packed)
+    if shared is None:
+        if len(_unpacked_resources) >= _LABEL_SETS_MAX:
+            _unpacked_resources.clear()
+        milli_cpu, memory, ephemeral, pods, scalars = packed
+        shared = _unpacked_resources[packed] = Resource(milli_cpu, memory, ephemeral, pods,
+                                                        dict(scalars))
+    return shared
+
+
+def pack_pod_info(info: PodInfo) -> tuple:
+    """`info` as a tuple of plain values (for marshal), which unpack_pod_info turns back."""
+    return (info.key, info.namespace, info.name, info.node_name, info.resource_version,
+            info.phase, info.priority, tuple(info.labels.items()) if info.labels else None,
+            _pack_resource(info.requested), _pack_resource(info.non_zero_requested),
+            info.host_ports, info.has_affinity, info.has_required_anti_affinity,
+            info.pvc_keys, info._frozen)
+
+
+def unpack_pod_info(packed) -> PodInfo:
+    """The PodInfo that pack_pod_info packed; equal requests and labels share one object."""
+    info = PodInfo()
+    (info.key, namespace, info.name, node_name, info.resource_version, phase, info.priority,
+     labels, requested, non_zero, info.host_ports, info.has_affinity,
+     info.has_required_anti_affinity, info.pvc_keys, info._frozen) = packed
+    info.namespace, info.node_name, info.phase = _intern(namespace), _intern(node_name), \
+        _intern(phase)
+    if labels:   # a known set is found by its items as packed, without building a dict
+        info.labels = _label_sets.get(labels) or _shared_labels(dict(labels))
+    else:
+        info.labels = None
+    info.requested = _unpack_resource(requested)
+    info.non_zero_requested = _unpack_resource(non_zero)
     return info

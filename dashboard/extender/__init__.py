@@ -2,9 +2,11 @@
 
 `core.Extender` answers the extender API's JSON; `statuses.PodScheduleStatuses`
 keeps what it decided per pod (HiveD's seed); `bindsender.BindSender` publishes
-its binds off the owner's thread. No Django in those: the HTTP views (`views.py`,
-listed in the REST schema by `api.py`) forward to the owner over the command
-channel (`handlers.command_handlers`); the statuses page (`pages.py`, live by
+its binds off the owner's thread. No Django in those: kube-scheduler reaches them
+on the owner's own listener (`listener.py`, handing calls to the owner's thread
+through `owner_calls.py`), or through the web's views (`views.py`, listed in the
+REST schema by `api.py`), which forward over the command channel
+(`handlers.command_handlers`); both answer by `answers.py`. The statuses page (`pages.py`, live by
 `consumer.py`) and REST read the statuses through `status_reads.py`.
 """
 from .core import Extender, ExtenderUserError

@@ -28,6 +28,9 @@ class StatusesConsumer(LiveConsumer):
         self._version = None
         await super().connect()
 
+    def shared_key(self):
+        return ("statuses", self.state, self.page)
+
     def wants(self, message: dict) -> bool:
         version = (message.get("status") or {}).get("extender_statuses")
         moved, self._version = version != self._version, version

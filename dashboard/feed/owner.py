@@ -19,8 +19,10 @@ import time
 import orjson
 
 from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot, compare
+from schedcache.podinfo import make_pod_info, unpack_pod_info
 
 from dashboard.feed.commands import CommandError, CommandServer
+from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.feed.placement import choose_node
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
@@ -46,6 +48,19 @@ def _name(obj):
 
 def _rv(obj):
     return (obj.get("metadata") or {}).get("resourceVersion") or ""
+
+
+def _record_uid(record):
+    """The uid of a decoder's pod record (see dashboard/feed/decoder.py)."""
+    return record[0][0] if record[0] is not None else record[1]
+
+
+def _lean_pod(info, annotations):
+    """A digested pod as a Mapping, with the annotations its record kept."""
+    pod = info.pod
+    if annotations:
+        pod["metadata"]["annotations"] = annotations
+    return pod
 
 
 def _ref(uid, node=""):
@@ -97,6 +112,7 @@ class CacheOwner:
         self.lister = lister          # () -> CompareRequest, from the API server (comparer)
         self.on_drift = on_drift      # called when a comparison finds drift: relist to heal
         self.on_pods_listed = None    # called with every full pod list (the extender restores)
+        self._listing = {}            # kind -> (keys, annotated pods) of a paged list so far
         self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
         self.seq_base = seq_base      # sequence numbers continue across owners
@@ -141,18 +157,42 @@ class CacheOwner:
 
     # --- the feed ----------------------------------------------------------------------------
     def drain_feed(self, limit=5000) -> int:
-        """Apply up to `limit` queued feed items; returns how many."""
+        """Apply queued feed items until `limit` events are done; returns how many."""
         done = 0
         while done < limit:
             try:
                 item = self.feed.get_nowait()
             except queue.Empty:
                 break
-            self.apply(item)
-            done += 1
+            done += self.apply(item)
         return done
 
-    def apply(self, item):
+    def apply(self, item) -> int:
+        """Apply one feed item; returns how many events it held (a batch holds many)."""
+        if type(item) is DecodedEvents:
+            self._as("watch")
+            if item.kind == "pods":
+                for etype, record in item.events:
+                    self._apply_pod_record(etype, record)
+            else:
+                for etype, node in item.events:
+                    self._apply_node(etype, node)
+            return len(item.events)
+        if type(item) is DecodedPage:
+            self._as("relist")
+            self._apply_page(item)
+            return len(item.items)
+        if type(item) is DecodedList:
+            self._as("relist")
+            keys, annotated = self._listing.pop(item.kind, (set(), []))
+            if item.kind == "pods":
+                self._drop_unlisted_pods(keys)
+                if self.on_pods_listed is not None:
+                    self.on_pods_listed(annotated)
+            else:
+                self._drop_unlisted_nodes(keys)
+            self.synced[item.kind] = True
+            return 1
         if isinstance(item, Watched):
             self._as("watch")
             if item.kind == "pods":
@@ -170,44 +210,81 @@ class CacheOwner:
             self.synced[item.kind] = True
         elif isinstance(item, CompareRequest):
             self._compare(item)
+        return 1
 
     def _apply_pod(self, kind, pod):
+        """A pod Mapping from the feed (a Reflector in this process): digested here."""
         uid = _uid(pod)
         if not uid:
             self.stats["skipped"] += 1
-            return
-        node = (pod.get("spec") or {}).get("nodeName") or ""
-        phase = (pod.get("status") or {}).get("phase")
-        state = self.cache.pod_state(_ref(uid))
-        try:
-            if kind == "DELETED" or (node and phase in _TERMINATED):
-                self._remember_removal(uid, _rv(pod))
-                self._forget_pending(uid)
-                self.outcome.pop(uid, None)
-                self._dirty_pods.add(uid)
-                if state is not None:
-                    self.cache.remove_pod(_ref(uid))
-            elif not node:
-                self._track_pending(uid, pod)
+        elif kind == "DELETED":
+            self._remove_pod(uid, _rv(pod))
+        else:
+            try:
+                info = make_pod_info(pod)
+            except CacheError as exc:
+                self._skip_pod(uid, exc)
+                return
+            self._apply_pod_info(info, pod, None)
+
+    def _apply_pod_record(self, kind, record):
+        """A pod the decoder process digested (see dashboard/feed/decoder.py)."""
+        packed = record[0]
+        if packed is None:
+            _, uid, rv, why = record
+            if kind == "DELETED":
+                self._remove_pod(uid, rv)
             else:
-                self._forget_pending(uid)
-                if state is None or state == "Assumed":
-                    self.cache.add_pod(pod)
-                elif self.cache.pod_info(uid).resource_version != _rv(pod):
-                    self.cache.update_pod(pod, pod)
-                else:
-                    self.stats["skipped"] += 1
-                    return
+                self._skip_pod(uid, why)
+        elif kind == "DELETED":
+            self._remove_pod(packed[0], packed[4])
+        else:
+            self._apply_pod_info(unpack_pod_info(packed), None, record[1])
+
+    def _apply_pod_info(self, info, pod, annotations):
+        """Add, update or track a digested pod; `pod` is its Mapping, when there is one."""
+        uid = info.key
+        if info.node_name and info.phase in _TERMINATED:
+            self._remove_pod(uid, info.resource_version)
+            return
+        if not info.node_name:
+            self._track_pending(uid, pod if pod is not None else _lean_pod(info, annotations))
+            self.stats["applied"] += 1
+            return
+        self._forget_pending(uid)
+        cache = self.cache
+        cached = cache.pod_info(uid)
+        try:
+            if cached is None or cache.is_assumed_pod(_ref(uid)):
+                cache.add_pod_info(info)
+            elif cached.resource_version != info.resource_version:
+                cache.update_pod_info(info)
+            else:
+                self.stats["skipped"] += 1
+                return
             self.stats["applied"] += 1
         except CacheCorruptedError as exc:
             # The API server moved a pod between nodes, which it never does; trust it.
             self.stats["corrupted"] += 1
             log.error("cache corrupted, replacing the pod: %s", exc)
-            self.cache.remove_pod(_ref(uid))
-            self.cache.add_pod(pod)
+            cache.remove_pod(_ref(uid))
+            cache.add_pod_info(info)
         except CacheError as exc:
-            self.stats["skipped"] += 1
-            log.warning("skipped pod %s from the %s: %s", uid, self._cause, exc)
+            self._skip_pod(uid, exc)
+
+    def _remove_pod(self, uid, rv):
+        """The pod was deleted or has terminated: it leaves the cache and the pending pods."""
+        self._remember_removal(uid, rv)
+        self._forget_pending(uid)
+        self.outcome.pop(uid, None)
+        self._dirty_pods.add(uid)
+        if self.cache.pod_info(uid) is not None:
+            self.cache.remove_pod(_ref(uid))
+        self.stats["applied"] += 1
+
+    def _skip_pod(self, uid, why):
+        self.stats["skipped"] += 1
+        log.warning("skipped pod %s from the %s: %s", uid, self._cause, why)
 
     def _remember_removal(self, key, rv):
         self.removed[key] = rv
@@ -264,9 +341,25 @@ class CacheOwner:
             apply("MODIFIED", obj)
         return listed
 
+    def _apply_page(self, page):
+        """A page of a list in progress: applied now, its keys kept for the list's end."""
+        if page.first or page.kind not in self._listing:
+            self._listing[page.kind] = (set(), [])
+        keys, annotated = self._listing[page.kind]
+        if page.kind == "nodes":
+            keys.update(self._apply_listed(page.items, _name, self._apply_node))
+            return
+        keys.update(self._apply_listed(page.items, _record_uid, self._apply_pod_record))
+        # only annotated pods matter to on_pods_listed: the extender restores from the
+        # bind-info annotation
+        annotated.extend(_lean_pod(unpack_pod_info(r[0]), r[1])
+                         for r in page.items if r[0] is not None and r[1])
+
     def _reconcile_pods(self, items):
         """Bring the cache to a fresh list: apply every item, remove what the list lacks."""
-        listed = self._apply_listed(items, _uid, self._apply_pod)
+        self._drop_unlisted_pods(self._apply_listed(items, _uid, self._apply_pod))
+
+    def _drop_unlisted_pods(self, listed):
         for uid in [u for u in self.cache.pod_keys() if u not in listed]:
             self._dirty_pods.add(uid)
             self.cache.remove_pod(_ref(uid))
@@ -277,7 +370,9 @@ class CacheOwner:
             self._dirty_pods.add(uid)
 
     def _reconcile_nodes(self, items):
-        listed = self._apply_listed(items, _name, self._apply_node)
+        self._drop_unlisted_nodes(self._apply_listed(items, _name, self._apply_node))
+
+    def _drop_unlisted_nodes(self, listed):
         for name in [n for n in self.cache.node_names() if n not in listed]:
             self.cache.remove_node({"metadata": {"name": name}})
 

@@ -49,9 +49,11 @@ import functools
 import http.client
 import logging
 import random
+import re
 import socket
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable
 
@@ -59,7 +61,7 @@ import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["Relisted", "Watched", "Reflector", "Stopped", "KINDS"]
+__all__ = ["ListPage", "Relisted", "Watched", "Reflector", "Stopped", "KINDS"]
 
 KINDS = ("pods", "nodes")
 _IDENTITY = {"pods": "uid", "nodes": "name"}
@@ -74,6 +76,16 @@ class Relisted:
     kind: str                # "pods" | "nodes"
     items: list              # list[dict], as the API server sent them (orjson-parsed)
     resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """One page of a list in progress (only with `stream_pages`); `first` starts a list
+    afresh (a restarted list sends its pages again). The Relisted that ends the list
+    then has no items: they came in its pages."""
+    kind: str
+    items: list
+    first: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +121,16 @@ class _Throttled:
         self.log.warning(msg, *args)
 
 
+_CONTINUE = re.compile(rb'"continue":"([^"\\]+)"')
+
+
+def _continue_in_head(body: bytes):
+    """The continue token of a list body, read from before its items; None if not there."""
+    end = body.find(b'"items"')
+    found = _CONTINUE.search(body, 0, end) if end > 0 else None
+    return found.group(1).decode() if found else None
+
+
 def _excerpt(line: bytes, limit: int = 120) -> bytes:
     return line if len(line) <= limit else line[:limit] + b"..."
 
@@ -135,6 +157,14 @@ class Reflector:
     before a retry), malformed (unparseable lines, unknown types, missing
     fields) and skipped_no_uid (objects without metadata.uid, or without
     metadata.name for nodes). `wait_for()` waits for a condition on them.
+
+    `digest` (optional) turns each object, listed or watched, into what the sink
+    gets in `Relisted.items` and `Watched.obj` (the decoder process digests pods
+    there); it must not raise. A list page's objects are digested as the page
+    arrives, so a full list never holds every parsed object at once. With
+    `stream_pages` each page goes to the sink as a `ListPage` as it arrives (the
+    decoder's owner applies a page while the next one is parsed), list_once()
+    included, and the Relisted that ends the list carries no items.
     """
 
     def __init__(self, api, kind: str, sink: Callable[[object], None], *,
@@ -145,7 +175,8 @@ class Reflector:
                  log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
                  connect_timeout: float = 10.0, read_timeout: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
-                 label_selector: str = ""):
+                 label_selector: str = "", digest: Callable[[dict], object] | None = None,
+                 stream_pages: bool = False):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
         self.api = api
@@ -180,6 +211,8 @@ class Reflector:
         self.state = "new"             # listing, watching, backing off, stopped
         self._changed = threading.Condition()
         self._list_call = api.list_pod_for_all_namespaces if kind == "pods" else api.list_node
+        self.digest = digest
+        self.stream_pages = stream_pages
         if label_selector:   # lists and watches alike: only the objects it selects
             self._list_call = functools.partial(self._list_call, label_selector=label_selector)
 
@@ -223,22 +256,23 @@ class Reflector:
 
     # -- the loop --------------------------------------------------------------------
 
-    def run(self) -> None:
-        """List, then watch, forever; returns once the stop event is set."""
+    def run(self, resume: bool = False) -> None:
+        """List, then watch, forever; returns once the stop event is set. `resume`
+        watches from the `resource_version` already set first, listing only once that
+        watch expires (a version of "0" replays every object as ADDED)."""
         self._running = True
         watchdog = threading.Thread(target=self._watchdog, name=f"reflector-{self.kind}-stop",
                                     daemon=True)
         watchdog.start()
         try:
-            self._loop()
+            self._loop(need_list=not (resume and self.resource_version))
         finally:
             self._running = False
             self._abort_inflight()
             self._set_state("stopped")
 
-    def _loop(self) -> None:
+    def _loop(self, need_list: bool) -> None:
         stop = self._stop
-        need_list = True
         just_listed = False
         while not stop.is_set():
             if need_list or self._relist_requested:
@@ -352,35 +386,57 @@ class Reflector:
             self._throttled.warning("list-410", "%s list: continue token expired (410); "
                                                 "listing again from the start", self.kind)
 
+    def _fetch_page(self, token):
+        """One list page's body (the page after `token`, or the first)."""
+        if self._stop.is_set():
+            raise Stopped()
+        kwargs = {"limit": self.page_size} if self.page_size > 0 else {}
+        if token:
+            kwargs["_continue"] = token
+        resp = self._call(**kwargs)
+        self._track(resp)
+        try:
+            body = resp.read()
+        except _TRANSPORT_ERRORS:
+            self._untrack(resp)
+            self._discard(resp)
+            if self._stop.is_set():
+                raise Stopped() from None
+            raise
+        self._untrack(resp)
+        resp.release_conn()
+        return body
+
     def _list_pages(self):
-        """(items, resourceVersion), or None when a continue token expired."""
+        """(items, resourceVersion), or None when a continue token expired.
+
+        The next page is asked for while this one is parsed (its continue token is read
+        from the head of the body, where the API server writes the list's metadata), so
+        the server's work on a page overlaps ours on the last; the token the parsed page
+        holds is the one used, and a prefetch for another token is dropped."""
+        with ThreadPoolExecutor(1, thread_name_prefix=f"reflector-{self.kind}-page") as ahead:
+            return self._read_pages(ahead)
+
+    def _read_pages(self, ahead):
         items: list = []
         rv = None
         token = None
         loads = orjson.loads
+        prefetched = None   # (token, future of that page's body)
         while True:
-            if self._stop.is_set():
-                raise Stopped()
-            kwargs = {"limit": self.page_size} if self.page_size > 0 else {}
-            if token:
-                kwargs["_continue"] = token
             try:
-                resp = self._call(**kwargs)
+                if prefetched is not None and prefetched[0] == token:
+                    body = prefetched[1].result()
+                else:
+                    body = self._fetch_page(token)
             except ApiException as e:
                 if e.status == 410 and token:
                     return None
                 raise
-            self._track(resp)
-            try:
-                body = resp.read()
-            except _TRANSPORT_ERRORS:
-                self._untrack(resp)
-                self._discard(resp)
-                if self._stop.is_set():
-                    raise Stopped() from None
-                raise
-            self._untrack(resp)
-            resp.release_conn()
+            prefetched = None
+            next_token = _continue_in_head(body)
+            if next_token:
+                prefetched = (next_token, ahead.submit(self._fetch_page, next_token))
             page = loads(body)
             del body
             meta = page.get("metadata") if type(page) is dict else None
@@ -389,17 +445,24 @@ class Reflector:
                 raise ValueError(f"{self.kind} list: not a list with a resourceVersion")
             if rv is None:
                 rv = str(meta["resourceVersion"])
-            self._keep_identified(page_items, items)
+            if self.stream_pages:
+                kept = []
+                self._keep_identified(page_items, kept)
+                del page, page_items
+                self.sink(ListPage(self.kind, kept, first=not token))
+            else:
+                self._keep_identified(page_items, items)
             token = meta.get("continue")
             if not token:
                 return items, rv
 
     def _keep_identified(self, page_items, out: list) -> None:
         id_field = self._id_field
+        digest = self.digest
         for item in page_items:
             meta = item.get("metadata") if type(item) is dict else None
             if type(meta) is dict and meta.get(id_field):
-                out.append(item)
+                out.append(item if digest is None else digest(item))
             else:
                 self.stats["skipped_no_uid"] += 1
                 self._throttled.warning("no-id", "%s list: skipped an item without "
@@ -486,6 +549,7 @@ class Reflector:
         loads = orjson.loads
         decode_error = orjson.JSONDecodeError
         sink = self.sink
+        digest = self.digest
         kind = self.kind
         id_field = self._id_field
         stats = self.stats
@@ -533,7 +597,7 @@ class Reflector:
                                                              "without metadata.%s",
                                                     kind, etype, id_field)
                             continue
-                        sink(Watched(kind, etype, obj, rv))
+                        sink(Watched(kind, etype, obj if digest is None else digest(obj), rv))
                         self.resource_version = rv
                         stats["events"] += 1
                     elif etype == "BOOKMARK":

@@ -18,11 +18,15 @@ from schedcache import Cache
 from scheduling.registry import load_algorithm
 
 from dashboard import kube
+from dashboard.extender.answers import ACTOR as SCHEDULER
 from dashboard.extender.bindsender import BindSender
 from dashboard.extender.core import Extender
 from dashboard.extender.handlers import command_handlers
-from dashboard.extender.statuses import PodScheduleStatuses
+from dashboard.extender.listener import ExtenderListener
+from dashboard.extender.owner_calls import OwnerCalls
+from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
+from dashboard.feed.decoder import DecoderProcess
 from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
@@ -34,6 +38,11 @@ log = logging.getLogger(__name__)
 FLUSH_PERIOD = 0.1       # events reach browsers and the database within this
 SNAPSHOT_PERIOD = 1.0
 RENEW_PERIOD = 1.0
+IDLE_WAIT = 0.02         # seconds an idle owner waits for work before looking again
+FEED_CHUNK = 200         # feed items applied between turns at kube-scheduler's calls
+CALLING = 1.0            # seconds after its last call kube-scheduler counts as calling
+COMMAND_PERIOD = 0.1     # seconds between looks at Redis's commands while it calls non-stop
+LISTEN_RETRY = 10.0      # seconds between tries to listen while the extender's address is taken
 
 
 class LeadershipLost(RuntimeError):
@@ -109,10 +118,44 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     return extender
 
 
-def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time) -> bool:
-    """One turn of the loop; returns whether it found work."""
-    applied = owner.drain_feed()
-    served = owner.commands.serve(timeout=0 if applied else 0.02)
+def listen_for_scheduler(calls: OwnerCalls):
+    """The owner's own extender listener on SCHEDVIEW_EXTENDER_ADDRESS, serving; None
+    (logged) while the address is taken: the owner keeps the cache, the web's /extender
+    still serves, and the loop tries again after LISTEN_RETRY."""
+    address = settings.SCHEDVIEW_EXTENDER_ADDRESS
+    try:
+        listener = ExtenderListener(address, calls, settings.SCHEDVIEW_EXTENDER_TIMEOUT)
+    except OSError as exc:
+        log.error("cannot serve kube-scheduler's extender on SCHEDVIEW_EXTENDER_ADDRESS=%s: "
+                  "%s; trying again in %g s", address, exc, LISTEN_RETRY)
+        return None
+    log.info("serving kube-scheduler's extender at %s", listener.url)
+    return listener.start()
+
+
+def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
+         calls: OwnerCalls = None) -> bool:
+    """One turn of the loop; returns whether it found work.
+
+    With `calls` (the listener's), kube-scheduler's calls come first and the feed is
+    applied in chunks between them. While kube-scheduler is calling, an idle owner waits
+    on the calls, and looks at Redis's commands when kube-scheduler pauses (IDLE_WAIT)
+    or every COMMAND_PERIOD, not every turn: each look's round trip held a waiting filter
+    (70% of the owner's time in bench/extender_bench.py --http, and Redis's slow
+    moments made the filter's p99). Otherwise it waits on Redis, as without calls."""
+    served = calls.serve() if calls is not None else 0
+    now = clock()
+    if served:
+        deadlines["calling"] = now + CALLING
+    applied = owner.drain_feed(limit=FEED_CHUNK if calls is not None else 5000)
+    if now < deadlines.get("calling", 0.0):
+        if now >= deadlines.get("commands", 0.0):
+            served += owner.commands.serve(timeout=0)
+            deadlines["commands"] = now + COMMAND_PERIOD
+        if not (applied or served) and not calls.wait(IDLE_WAIT):
+            deadlines["commands"] = 0.0     # kube-scheduler paused: Redis's turn
+    else:
+        served += owner.commands.serve(timeout=0 if applied else IDLE_WAIT)
     now = clock()
     if now >= deadlines["flush"]:
         owner.flush()
@@ -133,29 +176,37 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
     tune_switching()
     writer = ProjectionWriter().start()
     owner = build_owner(redis, writer, clock)
-    reflectors = [Reflector(kube.core_api(), kind, owner.feed.put, stop=stop)
-                  for kind in ("nodes", "pods")]
+    # The reflectors parse and digest in a process of their own: this one only applies.
+    decoder = DecoderProcess(owner.feed.put, kube.core_api,
+                             keep_annotations=(BIND_INFO_ANNOTATION,)).start()
+    reflectors = decoder.reflectors
     owner.on_drift = lambda: [r.request_relist() for r in reflectors]
     owner.lister = lambda: list_for_comparison(reflectors, stop)
-    threads = [threading.Thread(target=r.run, name=f"reflector-{r.kind}", daemon=True)
-               for r in reflectors]
-    for thread in threads:
-        thread.start()
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
     frozen = False
+    # kube-scheduler's calls on the owner's own listener, which opens once the cache is synced.
+    calls = (OwnerCalls(owner.commands.handlers, SCHEDULER)
+             if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
+    listener, listen_at = None, 0.0
     try:
         while not stop.is_set():
-            step(owner, deadlines, lock, clock)
+            step(owner, deadlines, lock, clock, calls)
             if not frozen and all(owner.synced.values()) and owner.feed.empty():
                 settle_heap()
                 frozen = True
                 log.info("synced: %d nodes, %d pods", owner.cache.node_count(),
                          owner.cache.pod_count())
+            if frozen and calls is not None and listener is None and clock() >= listen_at:
+                listener = listen_for_scheduler(calls)
+                listen_at = clock() + LISTEN_RETRY
     finally:
         stop.set()
+        if listener is not None:
+            listener.close()
+        if calls is not None:
+            calls.close()
         owner.flush()
         writer.close()
-        for thread in threads:
-            thread.join(timeout=5)
+        decoder.stop()
     return owner

@@ -10,5 +10,8 @@ from dashboard.pools.runner import POOLS_GROUP
 class PoolsConsumer(LiveConsumer):
     group = POOLS_GROUP
 
+    def shared_key(self):
+        return "pools"
+
     def render(self) -> str:
         return render_to_string("dashboard/pools.html#pools-panel", {"panel": panel()})

@@ -6,7 +6,7 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
-from dashboard.consumers import PUSH_INTERVAL
+from dashboard.live_hub import PUSH_INTERVAL
 from dashboard.feed.publisher import EVENTS_GROUP
 from dashboard.models import PodRecord
 

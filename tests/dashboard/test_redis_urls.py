@@ -26,6 +26,7 @@ def test_every_redis_setting_comes_from_the_one_url():
     assert settings["REDIS_URL"] == url
     assert settings["CHANNEL_LAYERS"]["default"] == {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [{"address": url, "max_connections": 1000}]},
+        "CONFIG": {"hosts": [{"address": url, "max_connections": 1000}],
+                   "group_expiry": 1800},
     }
     assert settings["CELERY_BROKER_URL"] == settings["CELERY_RESULT_BACKEND"] == celery_url(url)

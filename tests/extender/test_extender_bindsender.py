@@ -51,3 +51,14 @@ def test_a_failed_publish_is_tried_again_until_it_goes_through(monkeypatch):
     sender(*bind(7))
     assert sender.wait_idle(10)
     assert broker.batches == [[list(bind(7))]] and broker.failures == 0
+
+
+def test_a_batch_lingers_for_the_binds_that_follow_its_first(monkeypatch):
+    monkeypatch.setattr(bindsender, "LINGER", 1.0)
+    broker = Broker()
+    sender = BindSender(broker)
+    sender(*bind(0))
+    assert not broker.entered.wait(0.1)       # lingering, not publishing yet
+    sender(*bind(1))
+    assert sender.wait_idle(10)
+    assert broker.batches == [[list(bind(0)), list(bind(1))]]

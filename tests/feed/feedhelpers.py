@@ -242,3 +242,8 @@ class ScriptHandler(BaseHTTPRequestHandler):
         else:
             self.send_header("Content-Length", str(length))
         self.end_headers()
+
+
+def core_api_at(url: str) -> client.CoreV1Api:
+    """The official client on `url`; module-level, so a decoder process can be handed it."""
+    return client.CoreV1Api(client.ApiClient(client.Configuration(host=url)))

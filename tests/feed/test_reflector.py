@@ -13,7 +13,7 @@ from feedhelpers import (WAIT, GatedSleep, RecordingApi, cluster_state, item_for
                          pod_body, wait_reflector)
 from kubernetes import client
 
-from dashboard.feed.reflector import Reflector, Relisted, Watched
+from dashboard.feed.reflector import ListPage, Reflector, Relisted, Watched, _continue_in_head
 
 
 def unbound_pods(sim):
@@ -73,6 +73,72 @@ def test_run_emits_the_list_first(running, sim):
     r, rec = running.start(page_size=9)
     assert isinstance(rec.items[0], Relisted)
     assert rec.mirror == cluster_state(sim, "pods")
+
+
+def test_a_digest_stands_for_every_object_listed_and_watched(sim, v1):
+    got = []
+    r = Reflector(client.CoreV1Api(sim.api_client()), "pods", got.append, page_size=7,
+                  digest=lambda obj: ("digest", obj["metadata"]["name"]))
+    thread = r.start()
+    try:
+        wait_reflector(r, lambda r: r.state == "watching", "the watch")
+        v1.create_namespaced_pod("default", pod_body("d1"))
+        wait_reflector(r, lambda r: r.stats["events"] > 0, "the event for d1")
+    finally:
+        r.stop()
+        thread.join(WAIT)
+    assert got[0].items == [("digest", p["metadata"]["name"]) for p in sim.pods()
+                            if p["metadata"]["name"] != "d1"]
+    assert [(w.type, w.obj) for w in got[1:]] == [("ADDED", ("digest", "d1"))]
+
+
+def test_the_next_page_is_asked_for_while_this_one_is_parsed(sim):
+    threads = []
+
+    class ThreadRecordingApi(RecordingApi):
+        def list_pod_for_all_namespaces(self, **kw):
+            threads.append(threading.current_thread().name)
+            return super().list_pod_for_all_namespaces(**kw)
+    api = ThreadRecordingApi(sim.api_client())
+    relisted = Reflector(api, "pods", [].append, page_size=4).list_once()
+    assert relisted.items == sim.pods()
+    assert threads[0] == threading.current_thread().name and len(threads) > 2
+    assert all(name.startswith("reflector-pods-page") for name in threads[1:])
+    assert [c["continue"] is None for c in api.calls] == [True] + [False] * (len(api.calls) - 1)
+
+
+def test_the_continue_token_is_read_from_the_head_only():
+    assert _continue_in_head(b'{"metadata":{"resourceVersion":"5","continue":"abc="},'
+                             b'"items":[{"continue":"x"}]}') == "abc="
+    assert _continue_in_head(b'{"metadata":{"resourceVersion":"5"},"items":[{"continue":"x"}]}') \
+        is None
+    assert _continue_in_head(b'{"items":[],"metadata":{"continue":"late"}}') is None
+
+
+def test_streamed_pages_reach_the_sink_as_they_arrive(sim):
+    got = []
+    r = Reflector(client.CoreV1Api(sim.api_client()), "pods", got.append, page_size=4,
+                  stream_pages=True)
+    relisted = r.list_once()
+    assert relisted.items == [] and relisted.resource_version == str(sim.resource_version)
+    assert all(isinstance(p, ListPage) for p in got) and len(got) == math.ceil(len(sim.pods()) / 4)
+    assert [p.first for p in got] == [True] + [False] * (len(got) - 1)
+    assert [o for p in got for o in p.items] == sim.pods()
+
+
+def test_run_can_resume_from_a_version_without_listing(sim, v1):
+    got = []
+    r = Reflector(client.CoreV1Api(sim.api_client()), "pods", got.append)
+    r.resource_version = "0"     # replays every pod as ADDED
+    thread = threading.Thread(target=r.run, kwargs={"resume": True}, daemon=True)
+    thread.start()
+    try:
+        wait_reflector(r, lambda r: r.stats["events"] == len(sim.pods()), "the replay")
+    finally:
+        r.stop()
+        thread.join(WAIT)
+    assert r.stats["lists"] == 0 and all(isinstance(i, Watched) for i in got)
+    assert {w.obj["metadata"]["uid"] for w in got} == set(cluster_state(sim, "pods"))
 
 
 # -- watch -------------------------------------------------------------------------------

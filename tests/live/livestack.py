@@ -99,6 +99,20 @@ class Stack:
         self.web_url = url
         return url
 
+    def extender(self, timeout=60.0):
+        """The leading owner's own extender listener: its base URL (kube-scheduler's
+        urlPrefix), once it answers HTTP (it opens once the owner is synced)."""
+        url = f"http://{self.env['SCHEDVIEW_EXTENDER_ADDRESS']}/extender"
+
+        def answers():
+            try:
+                return self.http.request("POST", f"{url}/filter", retries=False,
+                                         timeout=5).status
+            except urllib3.exceptions.HTTPError:
+                return None
+        wait_for(answers, timeout, "the owner's extender listener")
+        return url
+
     def stop_all(self):
         """Stop every process, newest first."""
         for name in reversed(list(self.processes)):
@@ -115,7 +129,9 @@ class Stack:
 
 def child_env(tmp, redis_url, kubeconfig, **settings) -> dict:
     """The environment of a stack's processes: this run's Redis and test database, the
-    cluster's kubeconfig, files under `tmp`, and SCHEDVIEW_* settings by keyword."""
+    cluster's kubeconfig, files under `tmp`, and SCHEDVIEW_* settings by keyword; the
+    owners' extender listener on a free port unless `extender_address` is given."""
+    settings.setdefault("extender_address", f"127.0.0.1:{free_port()}")
     return dict(os.environ, REDIS_URL=redis_url, DATABASE_URL=database_url(),
                 SCHEDVIEW_KUBECONFIG=str(kubeconfig), SCHEDVIEW_VAR_DIR=str(tmp),
                 DJANGO_SETTINGS_MODULE="dashboard.settings",
@@ -130,11 +146,12 @@ def free_port() -> int:
 
 
 def clear_redis():
-    """Forget what earlier runs left in Redis: the owner's keys (lease, commands, status)
-    and tasks still queued for Celery."""
+    """Forget what earlier runs left in Redis: the owner's keys (lease, commands, status),
+    tasks still queued for Celery, and channel-layer groups of web processes killed."""
     client = redis_client()
-    for key in client.scan_iter("schedview:*"):
-        client.delete(key)
+    for pattern in ("schedview:*", "asgi:group:*"):
+        for key in client.scan_iter(pattern):
+            client.delete(key)
     client.delete("celery")
 
 

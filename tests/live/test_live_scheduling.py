@@ -1,11 +1,13 @@
 """A scheduling run over the simulated cluster, the test acting as kube-scheduler.
 
 Every part is a real process (simulated cluster, cache owner, Celery worker and
-beat, the web under daphne); the test speaks to the web's extender endpoints
+beat, the web under daphne); the test speaks to the owner's own extender listener
 over HTTP with the JSON kube-scheduler's HTTPExtender sends (nodeCacheCapable:
 NodeNames), and does what kube-scheduler does with the answers: bind where
 filter left one node, run preemption where it left resolvable failures (asking
 `preempt` for the victims, then deleting them), retry later otherwise.
+
+The web's /extender endpoints (through Redis) answer as the listener does.
 
 The run: four pods spread over two fresh nodes, a pod of the same priority waits
 (its reasons per node in FailedNodes), a high-priority pod preempts one of the
@@ -92,11 +94,11 @@ class KubeScheduler:
     """The parts of kube-scheduler's scheduling cycle that talk to an HTTP extender
     configured with filterVerb, bindVerb, preemptVerb and nodeCacheCapable: true."""
 
-    def __init__(self, stack, url, api):
-        self.http, self.url, self.api = stack.http, url, api
+    def __init__(self, stack, url_prefix, api):
+        self.http, self.url, self.api = stack.http, url_prefix, api
 
     def call(self, verb, body):
-        response = self.http.request("POST", f"{self.url}/extender/{verb}",
+        response = self.http.request("POST", f"{self.url}/{verb}",
                                      body=orjson.dumps(body),
                                      headers={"Content-Type": "application/json"})
         assert response.status == 200, (verb, response.status, response.data)
@@ -177,7 +179,7 @@ def test_pods_wait_preempt_and_bind_until_cache_and_statuses_agree(stack, api_to
     url = start_web(stack)
     wait_for(lambda: send("status", timeout=5)["nodes"] == nodes + 2, 30,
              "the pool nodes in the cache")
-    scheduler = KubeScheduler(stack, url, api)
+    scheduler = KubeScheduler(stack, stack.extender(), api)
 
     # Four pods arrive and spread over the pool: the zone round robin alternates nodes.
     small = {f"small-{i}": add_pod(api, f"small-{i}", 1500, LOW) for i in range(4)}
@@ -230,6 +232,8 @@ def test_pods_wait_preempt_and_bind_until_cache_and_statuses_agree(stack, api_to
     outcome, result = scheduler.schedule("waiter")
     assert outcome == "unschedulable"
     assert set(result["FailedNodes"][n] for n in ("pool-a", "pool-b")) == {"Insufficient cpu"}
+    # The web's door to the same extender answers the same.
+    assert KubeScheduler(stack, f"{url}/extender", api).filter("waiter") == result
 
     # The end: the cluster, the cache and the statuses agree.
     bound = {uid for uid in small.values() if uid != victim} | {vip}

@@ -36,3 +36,14 @@ def transition(uid, kind, from_state, to_state, *, cause="watch", actor="", node
         seq=seq, at=at or T0 + timedelta(seconds=seq), kind=kind, key=uid,
         namespace=namespace, name=name or uid, node=node, from_state=from_state,
         to_state=to_state, cause=cause, actor=actor)
+
+
+async def connect(path, headers):
+    """A logged-in socket, past the push that follows its connect."""
+    from channels.testing import WebsocketCommunicator
+    from dashboard.asgi import application
+    communicator = WebsocketCommunicator(application, path, headers=headers)
+    connected, code = await communicator.connect()
+    assert connected, code
+    await communicator.receive_from(timeout=10)
+    return communicator

@@ -7,11 +7,11 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
-from dashboard.consumers import PUSH_INTERVAL
+from dashboard.live_hub import PUSH_INTERVAL
 from dashboard.feed.publisher import EVENTS_GROUP
 from dashboard.models import PodRecord
 from dashboard.pod_consumers import BAD_FILTER
-from podpages import pod, transition
+from podpages import connect, pod, transition
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -23,15 +23,6 @@ def flush(*events):
     return {"type": "cache.events", "status": {},
             "events": [{"seq": seq, "kind": kind, "key": key, "namespace": namespace}
                        for kind, key, namespace, seq in events]}
-
-
-async def connect(path, headers):
-    """A logged-in socket, past the push that follows its connect."""
-    communicator = WebsocketCommunicator(application, path, headers=headers)
-    connected, code = await communicator.connect()
-    assert connected, code
-    await communicator.receive_from(timeout=10)
-    return communicator
 
 
 @pytest_asyncio.fixture

@@ -142,6 +142,9 @@ class Command(BaseCommand):
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port))
                 self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it); {login}")
+                if settings.SCHEDVIEW_EXTENDER_ADDRESS:
+                    self.stdout.write("kube-scheduler's extender urlPrefix: "
+                                      f"http://{settings.SCHEDVIEW_EXTENDER_ADDRESS}/extender")
                 child, code = supervisor.wait()
         except KeyboardInterrupt:
             self.stdout.write("schedview: stopped")

@@ -1,0 +1,186 @@
+"""A web process's live sockets: one subscription per group, one render per fragment.
+
+Why: each socket used to join the owner's group itself, so each of 200 viewers
+received and decoded every flush (about 90 events, 20 KB, ten a second) and
+rendered its own copy of the same fragment, one render after another on Django's
+one database thread; at 100 viewers the process was saturated and most pushes
+came too late. Now the process subscribes to a group once and offers each message
+to its fragments. Sockets that show the same thing (the same `shared_key`: one
+pod's page, the overview) form one fragment with one coalescing timer and one
+render, sent to each of them.
+
+A lone change is pushed at once; a burst is coalesced into one more push at the
+end of PUSH_INTERVAL, so a fragment renders at most once per interval and always
+ends on the latest state.
+"""
+import asyncio
+import logging
+import time
+import weakref
+
+from channels.db import database_sync_to_async
+from channels.layers import get_channel_layer
+from redis.exceptions import TimeoutError as RedisTimeout
+
+log = logging.getLogger(__name__)
+
+PUSH_INTERVAL = 0.5          # seconds: a person reads no faster; bursts are coalesced
+REJOIN_PERIOD = 600.0        # the layer forgets members after 30 minutes (redis_urls.py)
+RETRY_PERIOD = 1.0           # after the layer failed to deliver (Redis restarting)
+JOIN_TIMEOUT = 10.0          # seconds a socket waits for the process to join the group
+
+
+class Fragment:
+    """The sockets showing one thing; the oldest decides what concerns them and renders.
+
+    It keeps its last render until a message concerns it, so a socket joining a
+    fragment that others keep up to date gets that render without a render of its own.
+    """
+
+    def __init__(self, key):
+        self.key = key
+        self.members = []
+        self._scheduled = None
+        self._last_push = 0.0
+        self._latest = None      # the last render, while no message since concerned it
+        self._concerned = 0      # messages that concerned it so far
+
+    def offer(self, message: dict):
+        if self.members and self.members[0].wants(message):
+            self._concerned += 1
+            self._latest = None
+            self.schedule()
+
+    def schedule(self):
+        if self._scheduled is None or self._scheduled.done():
+            delay = max(0.0, self._last_push + PUSH_INTERVAL - time.monotonic())
+            self._scheduled = asyncio.ensure_future(self._push_after(delay))
+
+    def cancel(self):
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+
+    async def current(self, member) -> str:
+        """What the fragment shows now, for a socket that just joined it."""
+        if self._latest is None:
+            concerned = self._concerned
+            text = await render(member)
+            if self._concerned == concerned:
+                self._latest = text
+            return text
+        return self._latest
+
+    async def _push_after(self, delay):
+        await asyncio.sleep(delay)  # the coalescing window, not a synchronisation
+        self._last_push = time.monotonic()
+        if not self.members:
+            return
+        concerned = self._concerned
+        try:
+            text = await render(self.members[0])
+        except Exception:
+            log.exception("rendering %s for %d live sockets failed", self.key, len(self.members))
+            return
+        if self._concerned == concerned:
+            self._latest = text
+        for member in list(self.members):
+            try:
+                await member.send(text_data=text)
+            except Exception as exc:   # it closed while the render ran: its leave is coming
+                log.debug("a live socket of %s closed before its push: %s", self.key, exc)
+
+
+async def render(member) -> str:
+    """A socket's render, in a worker thread of its own: renders only read, so they need
+    not queue on Django's one thread for database work behind every socket's login."""
+    return await database_sync_to_async(member.render, thread_sensitive=False)()
+
+
+class Hub:
+    """One group's messages for this process's fragments, received once."""
+
+    def __init__(self, layer, group: str):
+        self.layer, self.group = layer, group
+        self.fragments = {}      # key -> Fragment
+        self._listener = None
+        self._joined = None      # set once the listener is in the group
+        self._joining = 0        # sockets waiting for that
+
+    async def join(self, consumer) -> Fragment:
+        """The consumer's fragment, once the process is in the group: a message sent after
+        the socket was accepted must reach it (TimeoutError when Redis does not answer)."""
+        if self._listener is None:
+            self._joined = asyncio.Event()
+            self._listener = asyncio.ensure_future(self._listen(self._joined))
+        self._joining += 1
+        try:
+            await asyncio.wait_for(self._joined.wait(), JOIN_TIMEOUT)
+        finally:
+            self._joining -= 1
+        key = consumer.shared_key()
+        if key is None:
+            key = ("socket", id(consumer))
+        fragment = self.fragments.get(key)
+        if fragment is None:
+            fragment = self.fragments[key] = Fragment(key)
+        fragment.members.append(consumer)
+        return fragment
+
+    async def leave(self, consumer, fragment: Fragment):
+        fragment.members.remove(consumer)
+        if not fragment.members:
+            fragment.cancel()
+            del self.fragments[fragment.key]
+        if not self.fragments and not self._joining and self._listener is not None:
+            self._listener.cancel()
+            self._listener = None
+
+    async def _listen(self, joined: asyncio.Event):
+        """Receives for the fragments, and renews the process's membership before each
+        receive once REJOIN_PERIOD passed (the owner publishes every flush, so a live
+        owner keeps this turning)."""
+        channel = await self.layer.new_channel()
+        joined_at = None
+        try:
+            while True:
+                try:
+                    if joined_at is None or time.monotonic() - joined_at > REJOIN_PERIOD:
+                        await self.layer.group_add(self.group, channel)
+                        joined_at = time.monotonic()
+                        joined.set()
+                    message = await self.layer.receive(channel)
+                except asyncio.CancelledError:
+                    raise
+                except RedisTimeout:
+                    # Idle: redis-py times a read out after 5 s, as long as channels_redis
+                    # blocks on an empty channel; the read lost that race. Receive again.
+                    continue
+                except Exception:
+                    log.exception("the %s group's messages could not be received; retrying",
+                                  self.group)
+                    joined_at = None
+                    await asyncio.sleep(RETRY_PERIOD)  # backing off, not synchronising
+                    continue
+                for fragment in list(self.fragments.values()):
+                    fragment.offer(message)
+        finally:
+            if joined_at is not None:
+                await asyncio.shield(self._discard(channel))
+
+    async def _discard(self, channel):
+        """Out of the group, else the owner keeps sending there until the layer expires it."""
+        try:
+            await self.layer.group_discard(self.group, channel)
+        except Exception as exc:   # Redis gone too: the group's expiry will drop the channel
+            log.warning("leaving the %s group failed: %s", self.group, exc)
+
+
+_hubs = weakref.WeakKeyDictionary()   # event loop -> {group: Hub}
+
+
+def hub(group: str) -> Hub:
+    """The running loop's hub of `group` (each loop, as each test has, gets its own)."""
+    hubs = _hubs.setdefault(asyncio.get_running_loop(), {})
+    if group not in hubs:
+        hubs[group] = Hub(get_channel_layer(), group)
+    return hubs[group]

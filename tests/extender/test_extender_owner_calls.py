@@ -1,0 +1,118 @@
+"""kube-scheduler's calls in the owner's loop (`runner.step` with the listener's calls): served
+ahead of the feed, which is applied in chunks between them, on a real CacheOwner with its
+extender attached as `manage.py watch` attaches it."""
+import socket
+import threading
+
+import pytest
+from django.test import override_settings
+
+from dashboard.extender.listener import ExtenderListener
+from dashboard.extender.owner_calls import OwnerCalls
+from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client, send
+from dashboard.feed.owner import CacheOwner
+from dashboard.feed.reflector import Relisted, Watched
+from dashboard.feed.runner import (COMMAND_PERIOD, FEED_CHUNK, attach_extender,
+                                   listen_for_scheduler, step)
+from schedcache import Cache
+from simcluster.generate import make_node, make_pod
+
+from extender_builders import BindRecorder, filter_args
+from listener_client import connect, post
+
+NEVER = float("inf")
+
+
+@pytest.fixture
+def owner(redis_url):
+    redis_client().delete(COMMANDS_KEY)
+    owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}, client=redis_client()))
+    owner.binds = BindRecorder()
+    attach_extender(owner, schedule_bind=owner.binds)
+    owner.feed.put(Relisted("nodes", [make_node("n1"), make_node("n2")], "1"))
+    owner.feed.put(Relisted("pods", [], "1"))
+    owner.drain_feed()
+    return owner
+
+
+def test_a_queued_call_runs_before_the_feed_which_is_applied_in_chunks(owner):
+    calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
+    backlog = 3 * FEED_CHUNK
+    for i in range(backlog):
+        owner.feed.put(Watched("pods", "ADDED", make_pod(f"p{i}", uid=f"uid-{i}"), str(i)))
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(calls.call("status", {}, 5)))
+    caller.start()
+    assert calls.wait(5)
+    step(owner, {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}, None, calls=calls)
+    caller.join(5)
+    assert answers[0]["feed_backlog"] == backlog      # answered before any feed item
+    assert owner.feed.qsize() == backlog - FEED_CHUNK
+
+
+def call_in_background(calls, op="status"):
+    """A listener thread's call, queued once this returns; join the returned thread."""
+    caller = threading.Thread(target=calls.call, args=(op, {}, 5))
+    caller.start()
+    assert calls.wait(5)
+    return caller
+
+
+def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
+    calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
+    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    client = redis_client()
+
+    def turn(at):
+        caller = call_in_background(calls)
+        step(owner, deadlines, None, clock=lambda: at, calls=calls)
+        caller.join(5)
+
+    send("status", wait=False, client=client)
+    turn(100.0)                                   # a call, and Redis's first look
+    assert client.llen(COMMANDS_KEY) == 0
+    send("status", wait=False, client=client)
+    turn(100.0 + COMMAND_PERIOD / 2)
+    assert client.llen(COMMANDS_KEY) == 1         # kube-scheduler's calls only
+    turn(100.0 + COMMAND_PERIOD)
+    assert client.llen(COMMANDS_KEY) == 0
+    send("status", wait=False, client=client)
+    # kube-scheduler pauses: the idle wait times out and Redis is looked at next turn.
+    step(owner, deadlines, None, clock=lambda: 100.0 + COMMAND_PERIOD * 1.5, calls=calls)
+    assert client.llen(COMMANDS_KEY) == 1
+    step(owner, deadlines, None, clock=lambda: 100.0 + COMMAND_PERIOD * 1.5, calls=calls)
+    assert client.llen(COMMANDS_KEY) == 0
+
+
+def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):
+    calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
+    deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": NEVER}
+    served(lambda: step(owner, deadlines, None, calls=calls))
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0).start()
+    try:
+        pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
+        status, result = post(connect(listener), "filter",
+                              filter_args(pod, [make_node("n1"), make_node("n2")]))
+    finally:
+        listener.close()
+    assert status == 200 and result["Error"] == ""
+    assert owner.cache.is_assumed_pod(pod)
+    assert owner.status()["extender_statuses"] > 0
+    assert owner.stats["commands"] == 1                # counted as the owner's commands are
+
+
+def test_a_taken_address_is_logged_and_the_owner_goes_on(caplog):
+    calls = OwnerCalls({}, "kube-scheduler")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = "127.0.0.1:%d" % taken.getsockname()[1]
+        with override_settings(SCHEDVIEW_EXTENDER_ADDRESS=address):
+            assert listen_for_scheduler(calls) is None
+    assert f"SCHEDVIEW_EXTENDER_ADDRESS={address}" in caplog.text
+    with override_settings(SCHEDVIEW_EXTENDER_ADDRESS=address):
+        listener = listen_for_scheduler(calls)    # the address is free again
+    try:
+        assert listener.url == f"http://{address}/extender"
+    finally:
+        listener.close()

@@ -1,0 +1,87 @@
+"""Pods digested elsewhere (the feed's decoder process): pack_pod_info / unpack_pod_info
+carry a PodInfo across a process boundary as plain values, and add_pod_info /
+update_pod_info take it; the cache must end exactly as with add_pod / update_pod."""
+import marshal
+
+import pytest
+
+import builders as b
+from schedcache import Cache, CacheCorruptedError, CacheError
+from schedcache.podinfo import make_pod_info, pack_pod_info, unpack_pod_info
+
+SLOTS = ("key", "namespace", "name", "node_name", "resource_version", "phase", "priority",
+         "labels", "host_ports", "has_affinity", "has_required_anti_affinity", "pvc_keys")
+
+
+def rich_pod(name="web", node="node-1", app="web"):
+    return b.pod(name, node, cpu="250m", memory="64Mi", extra={"nvidia.com/gpu": "1"},
+                 ports=[b.port(8080)], labels={"app": app, "tier": "front"},
+                 affinity=b.pod_anti_affinity_required(), pvcs=["data"])
+
+
+def crossed(pod):
+    """make_pod_info here, then through marshal as the decoder's pipe carries it."""
+    return unpack_pod_info(marshal.loads(marshal.dumps(pack_pod_info(make_pod_info(pod)))))
+
+
+def test_a_packed_pod_info_comes_back_equal():
+    pod = rich_pod()
+    original, back = make_pod_info(pod), crossed(pod)
+    assert {s: getattr(back, s) for s in SLOTS} == {s: getattr(original, s) for s in SLOTS}
+    assert back.requested == original.requested
+    assert back.non_zero_requested == original.non_zero_requested
+    assert back.requested.scalar_resources == {"nvidia.com/gpu": 1}
+    assert back.pod == original.pod
+    assert back.host_ports and back.pvc_keys and back.has_required_anti_affinity
+
+
+def test_unpacked_pods_share_requests_and_labels():
+    one, two = crossed(rich_pod("a")), crossed(rich_pod("b"))
+    assert one.requested is two.requested and one.labels is two.labels
+    assert crossed(rich_pod("c", app="db")).labels is not one.labels
+
+
+def nodes_view(cache):
+    return {name: (info.requested, info.non_zero_requested, len(info.pods),
+                   len(info.used_ports), dict(info.pvc_ref_counts),
+                   len(info.pods_with_required_anti_affinity))
+            for name, info in cache.get_node_name_to_info_map().items()}
+
+
+def test_add_and_update_pod_info_leave_the_cache_as_add_and_update_pod():
+    pods = [rich_pod("a"), b.pod("b", "node-2", cpu="1"), b.pod("c", "node-1", memory="1Gi")]
+    by_mapping, by_info = Cache(ttl=0), Cache(ttl=0)
+    events = {id(c): [] for c in (by_mapping, by_info)}
+    for cache in (by_mapping, by_info):
+        cache.add_node(b.node("node-1", cpu="8"))
+        cache.add_node(b.node("node-2", cpu="8"))
+        cache.subscribe(lambda e, c=cache: events[id(c)].append((e.kind, e.key, e.node)))
+    by_mapping.assume_pod(pods[2])
+    by_info.assume_pod(pods[2])
+    for pod in pods:
+        by_mapping.add_pod(pod)
+        by_info.add_pod_info(crossed(pod))
+    newer = b.new_version(pods[1], cpu="2")
+    by_mapping.update_pod(pods[1], newer)
+    by_info.update_pod_info(crossed(newer))
+    assert nodes_view(by_info) == nodes_view(by_mapping)
+    assert by_info.get_pod(newer) == by_mapping.get_pod(newer)
+    assert events[id(by_info)] == events[id(by_mapping)]
+    assert [e[0] for e in events[id(by_info)]].count("pod_confirmed") == 1
+
+
+def test_digested_pods_are_refused_like_mappings_and_change_nothing():
+    cache = Cache(ttl=0)
+    cache.add_node(b.node("node-1"))
+    added = b.pod("a", "node-1", cpu="1")
+    cache.add_pod_info(crossed(added))
+    before = nodes_view(cache)
+    with pytest.raises(CacheError, match="no spec.nodeName"):
+        cache.add_pod_info(crossed(b.pod("unbound", None)))
+    with pytest.raises(CacheError, match="already in added state"):
+        cache.add_pod_info(crossed(added))
+    with pytest.raises(CacheError, match="not added"):
+        cache.update_pod_info(crossed(b.pod("never", "node-1")))
+    with pytest.raises(CacheCorruptedError):
+        cache.update_pod_info(crossed(b.on_node(b.new_version(added), "node-2")))
+    assert nodes_view(cache) == before and cache.pod_count() == 1
