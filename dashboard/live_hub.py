@@ -136,18 +136,11 @@ class Hub:
             self._listener = None
 
     async def _listen(self, joined: asyncio.Event):
-        """Receives for the fragments, and renews the process's membership before each
-        receive once REJOIN_PERIOD passed (the owner publishes every flush, so a live
-        owner keeps this turning)."""
         channel = await self.layer.new_channel()
-        joined_at = None
+        member = asyncio.ensure_future(self._stay_joined(channel, joined))
         try:
             while True:
                 try:
-                    if joined_at is None or time.monotonic() - joined_at > REJOIN_PERIOD:
-                        await self.layer.group_add(self.group, channel)
-                        joined_at = time.monotonic()
-                        joined.set()
                     message = await self.layer.receive(channel)
                 except asyncio.CancelledError:
                     raise
@@ -158,14 +151,28 @@ class Hub:
                 except Exception:
                     log.exception("the %s group's messages could not be received; retrying",
                                   self.group)
-                    joined_at = None
                     await asyncio.sleep(RETRY_PERIOD)  # backing off, not synchronising
                     continue
                 for fragment in list(self.fragments.values()):
                     fragment.offer(message)
         finally:
-            if joined_at is not None:
-                await asyncio.shield(self._discard(channel))
+            member.cancel()
+            await asyncio.shield(self._discard(channel))
+
+    async def _stay_joined(self, channel, joined: asyncio.Event):
+        """In the group now and again every REJOIN_PERIOD, quiet or not (the layer drops
+        members it has not seen join for its expiry); retried while Redis fails."""
+        while True:
+            try:
+                await self.layer.group_add(self.group, channel)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("joining the %s group failed; retrying", self.group)
+                await asyncio.sleep(RETRY_PERIOD)  # backing off, not synchronising
+                continue
+            joined.set()
+            await asyncio.sleep(REJOIN_PERIOD)     # renewing the membership, not synchronising
 
     async def _discard(self, channel):
         """Out of the group, else the owner keeps sending there until the layer expires it."""
