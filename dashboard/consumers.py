@@ -244,7 +244,7 @@ class EventsConsumer(LiveConsumer):
                 self._notice = f"More than {len(rows)} events came while this page was away."
             buffered, self._buffer = self._buffer, []
             self._take(buffered)
-        await self.send(text_data=await database_sync_to_async(self.render)())
+        await self.send(text_data=await live_hub.render(self))
 
     def wants(self, message: dict) -> bool:
         events = message.get("events") or ()

@@ -63,26 +63,28 @@ class Fragment:
     async def current(self, member) -> str:
         """What the fragment shows now, for a socket that just joined it."""
         if self._latest is None:
-            concerned = self._concerned
-            text = await render(member)
-            if self._concerned == concerned:
-                self._latest = text
-            return text
+            return await self._render(member)
         return self._latest
+
+    async def _render(self, member) -> str:
+        """`member`'s render, kept as the latest unless a message concerned the fragment
+        while it ran."""
+        concerned = self._concerned
+        text = await render(member)
+        if self._concerned == concerned:
+            self._latest = text
+        return text
 
     async def _push_after(self, delay):
         await asyncio.sleep(delay)  # the coalescing window, not a synchronisation
         self._last_push = time.monotonic()
         if not self.members:
             return
-        concerned = self._concerned
         try:
-            text = await render(self.members[0])
+            text = await self._render(self.members[0])
         except Exception:
             log.exception("rendering %s for %d live sockets failed", self.key, len(self.members))
             return
-        if self._concerned == concerned:
-            self._latest = text
         for member in list(self.members):
             try:
                 await member.send(text_data=text)

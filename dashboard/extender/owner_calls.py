@@ -11,13 +11,10 @@ A call that is not answered within its timeout is abandoned and never runs: a
 stale filter applied late would assume a pod kube-scheduler has given up on. A
 call the owner has already started is waited for, so no answer is lost.
 """
-import logging
 import threading
 from collections import deque
 
-from dashboard.feed.commands import CommandError, OwnerUnavailable
-
-log = logging.getLogger(__name__)
+from dashboard.feed.commands import CommandError, OwnerUnavailable, run_handler
 
 _QUEUED, _TAKEN, _ABANDONED = "queued", "taken", "abandoned"
 
@@ -82,16 +79,7 @@ class OwnerCalls:
         return len(calls)
 
     def _run(self, call):
-        handler = self.handlers.get(call.op)
-        if handler is None:
-            raise CommandError(400, f"unknown op {call.op!r}")
-        try:
-            return handler(call.args, self.actor)
-        except CommandError:
-            raise
-        except Exception as exc:   # as the command server answers it: a 500
-            log.exception("owner call %s failed", call.op)
-            raise CommandError(500, f"{type(exc).__name__}: {exc}") from None
+        return run_handler(self.handlers, call.op, call.args, self.actor, "owner call")
 
     def wait(self, timeout: float) -> bool:
         """Block until a call is queued or `timeout` seconds pass; whether one is queued."""

@@ -217,17 +217,27 @@ class CommandServer:
             log.warning("dropped command %s (%s by %s): %.3fs past its deadline", command_id,
                         op, actor, self.clock() - deadline)
             return None
-        handler = self.handlers.get(op)
-        if handler is None:
-            return _answer(command_id, wants_reply, False, 400, f"unknown op {op!r}")
         try:
-            result = handler(args, actor)
+            result = run_handler(self.handlers, op, args, actor, f"command {command_id}")
         except CommandError as e:
             return _answer(command_id, wants_reply, False, e.status, e.message)
-        except Exception as e:
-            log.exception("command %s (%s by %s) failed", command_id, op, actor)
-            return _answer(command_id, wants_reply, False, 500, f"{type(e).__name__}: {e}")
         return _answer(command_id, wants_reply, True, result=result)
+
+
+def run_handler(handlers: dict, op: str, args: dict, actor: str, what: str):
+    """The result of `op`'s handler: its CommandError as raised, a 400 for an unknown op,
+    a 500 (logged as `what`) for anything else it raised. Commands over Redis and the
+    owner listener's calls are answered alike."""
+    handler = handlers.get(op)
+    if handler is None:
+        raise CommandError(400, f"unknown op {op!r}")
+    try:
+        return handler(args, actor)
+    except CommandError:
+        raise
+    except Exception as e:
+        log.exception("%s (%s by %s) failed", what, op, actor)
+        raise CommandError(500, f"{type(e).__name__}: {e}") from None
 
 
 def _malformed(msg: dict) -> str:

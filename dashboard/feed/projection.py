@@ -75,7 +75,7 @@ class RawInsert:
 
     def __init__(self, model, fields, conflict: str, update: bool):
         meta = model._meta
-        self.key = meta.pk.name if update else None
+        self.key = meta.pk.column if update else None
         self.fields = [meta.get_field(name) for name in fields]
         self.prepared = [(f.name, f) for f in self.fields
                          if f.get_internal_type() in ("JSONField", "DateTimeField")]
