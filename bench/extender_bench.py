@@ -65,6 +65,9 @@ def main():
     parser.add_argument("--pods", type=int)
     parser.add_argument("--pending", type=int)
     parser.add_argument("--binders", type=int, default=4, help="--http: bind threads")
+    parser.add_argument("--right-after-sync", action="store_true",
+                        help="--http: start at once after the sync, while the owner writes "
+                             "its read model (what a failover costs kube-scheduler)")
     parser.add_argument("--via", choices=("owner", "web"), default="owner",
                         help="--http: the owner's own listener, or the web and Redis")
     args = parser.parse_args()
@@ -146,7 +149,7 @@ def percentiles(label, samples):
 def run_http(args):
     from django.core.management import call_command
     from dashboard.feed.commands import send
-    from livestack import Stack, child_env, clear_redis, synced_owner
+    from livestack import Stack, child_env, clear_redis, owner_status, synced_owner, wait_for
 
     call_command("migrate", verbosity=0)   # the web and the owner's read model need tables
     clear_redis()
@@ -161,6 +164,13 @@ def run_http(args):
         stack.celery()
         url = stack.web() + "/extender" if args.via == "web" else None
         synced_owner(timeout=300)
+        # Measured in the steady state: after a sync the owner writes every pod's row to
+        # the read model (150,000 at full size), which shares its process for a while.
+        if not args.right_after_sync:
+            began = time.perf_counter()
+            wait_for(lambda: owner_status()["read_model_backlog"] == 0, 600,
+                     "a written read model")
+            print(f"read model written {time.perf_counter() - began:.1f} s after the sync")
         url = url or stack.extender()
         kube = core_api(kubeconfig)
         # What kube-scheduler's informers hold: node names, pending pods as the API's JSON.

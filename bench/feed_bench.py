@@ -11,7 +11,8 @@ bounded queue; publishing is one message per 100 ms), so the figures are the cac
 
 1. fresh start to a synced cache: list nodes and pods (paged, raw JSON), apply all;
 2. watch events applied per second over HTTP: a watch from resourceVersion 0 makes
-   the server send a synthetic ADDED for every pod, applied to an empty cache;
+   the server send a synthetic ADDED for every pod, applied to an empty cache (the
+   clock starts at the first event applied, after the decoder process has started);
 3. change-to-publish delay: pods created through the API while the cluster churns;
    each carries its send time in a label, read back when the owner's flush hands the
    event to the publisher (p50 and p99).
@@ -86,24 +87,30 @@ def bench_watch_rate(kubeconfig, pods, decoded):
         feed.resource_version = "0"          # synthetic ADDED for every pod
         thread = threading.Thread(target=feed.watch_once, daemon=True)
         begin, alive = thread.start, thread.is_alive
-    start, cpu = time.perf_counter(), time.process_time()
     begin()
+    # The clock starts at the first event applied: starting the decoder process (imports,
+    # connecting) is a restart's cost, not the watch's pace.
+    while not (first := owner.drain_feed(limit=20000)) and alive():
+        time.sleep(0.001)
+    start, cpu = time.perf_counter(), time.process_time()
+    decoder_cpu = process_cpu(feed.process.pid) if decoded else None
     total = [0]
 
     def applied_all():
         total[0] += owner.drain_feed(limit=20000)
-        return total[0] >= pods or not alive()
+        return first + total[0] >= pods or not alive()
     while not applied_all():
         time.sleep(0.001)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    decoder_cpu = process_cpu(feed.process.pid) if decoded else None
+    if decoded:
+        decoder_cpu = process_cpu(feed.process.pid) - decoder_cpu
     feed.stop()
     print("watch events applied to the cache, over HTTP")
-    line(f"{total[0]} synthetic ADDED events (watch from resourceVersion 0)",
-         f"{total[0] / seconds:>10,.0f} /s")
+    line(f"{total[0]} synthetic ADDED events (watch from resourceVersion 0; "
+         f"clock from the first {first} applied)", f"{total[0] / seconds:>10,.0f} /s")
     line("  CPU of this process (the owner's) per event", f"{cpu / total[0] * 1e6:>10.1f} us")
     if decoder_cpu is not None:
-        line("  CPU of the decoder process per event (with its start)",
+        line("  CPU of the decoder process per event",
              f"{decoder_cpu / total[0] * 1e6:>10.1f} us")
 
 

@@ -101,6 +101,20 @@ class Transition(models.Model):
         ordering = ["seq"]
 
 
+class PrunedHistory(models.Model):
+    """How far the history was pruned (one row): a reader asking for transitions below
+    `below_seq` learns they are gone rather than silently getting fewer."""
+
+    below_seq = models.BigIntegerField(default=0)  # every transition numbered below is pruned
+    at = models.DateTimeField(null=True)           # when the last pruning ran
+    transitions = models.BigIntegerField(default=0)  # pruned in all, for the operator
+
+    @classmethod
+    def floor(cls) -> int:
+        """The lowest number the history may still hold (0: nothing was ever pruned)."""
+        return cls.objects.filter(pk=1).values_list("below_seq", flat=True).first() or 0
+
+
 class AuditAction(models.Model):
     """Every action a person or tool asked for, refused ones included."""
 

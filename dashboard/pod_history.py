@@ -11,7 +11,7 @@ so the page tells the same story after any restart.
 from dataclasses import dataclass
 import math
 
-from dashboard.models import PodRecord, PodState, Transition
+from dashboard.models import PodRecord, PodState, PrunedHistory, Transition
 
 TIMELINE_LIMIT = 500     # newest transitions shown; a pod updated forever stays one page
 BOX_W, BOX_H = 104, 38
@@ -111,6 +111,7 @@ class PodHistory:
     record: PodRecord | None     # None: the pod left the read model; its history remains
     steps: list[Step]            # oldest first
     truncated: bool              # older transitions than TIMELINE_LIMIT exist
+    pruned: bool                 # older transitions were pruned (history_retention)
     diagram: Diagram
     namespace: str
     name: str
@@ -204,11 +205,14 @@ def pod_history(uid: str) -> PodHistory | None:
         return None
     truncated = len(newest) > TIMELINE_LIMIT
     transitions = newest[:TIMELINE_LIMIT][::-1]
+    # A story that starts anywhere but from nothing lost its beginning to the pruning.
+    pruned = not truncated and (not transitions or transitions[0].from_state
+                                not in ("", "Initial")) and PrunedHistory.floor() > 0
     taken, last = walk(transitions)
     if record is not None:
         state, namespace, name = record.state, record.namespace, record.name
     else:
         state, namespace, name = last, newest[0].namespace, newest[0].name
-    return PodHistory(uid, record, [_step(t) for t in transitions], truncated,
+    return PodHistory(uid, record, [_step(t) for t in transitions], truncated, pruned,
                       diagram(taken, READ_MODEL_STATES.get(state, state)),
                       namespace, name, state)

@@ -159,6 +159,14 @@ SCHEDVIEW_BIND_TIMEOUT = env.float("SCHEDVIEW_BIND_TIMEOUT", default=5.0)
 SCHEDVIEW_BIND_BACKOFF = env.float("SCHEDVIEW_BIND_BACKOFF", default=0.1)
 # Pods per bind_pods task when actions.schedule_pods binds many at once.
 SCHEDVIEW_BIND_BATCH = env.int("SCHEDVIEW_BIND_BATCH", default=50)
+# The history keeps the latest SCHEDVIEW_HISTORY_KEEP transitions (0: all of them), pruned
+# every SCHEDVIEW_PRUNE_PERIOD seconds (dashboard/history_retention.py).
+SCHEDVIEW_HISTORY_KEEP = env.int("SCHEDVIEW_HISTORY_KEEP", default=1_000_000)
+SCHEDVIEW_PRUNE_PERIOD = env.float("SCHEDVIEW_PRUNE_PERIOD", default=60.0)
+if SCHEDVIEW_HISTORY_KEEP < 0 or SCHEDVIEW_PRUNE_PERIOD <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_HISTORY_KEEP must be >= 0 (0: keep all) and "
+                               "SCHEDVIEW_PRUNE_PERIOD > 0, not "
+                               f"{SCHEDVIEW_HISTORY_KEEP} and {SCHEDVIEW_PRUNE_PERIOD}")
 # A static schedule (no django-celery-beat tables). Each run expires before the next
 # is due, so runs queued while workers were busy or down are dropped, never fired at once.
 CELERY_BEAT_SCHEDULE = {
@@ -166,9 +174,11 @@ CELERY_BEAT_SCHEDULE = {
              "options": {"expires": SCHEDVIEW_REAP_PERIOD * 0.9}},
     "compare": {"task": "dashboard.tasks.compare", "schedule": SCHEDVIEW_COMPARE_PERIOD,
                 "options": {"expires": SCHEDVIEW_COMPARE_PERIOD * 0.9}},
+    "prune-history": {"task": "dashboard.tasks.prune_history", "schedule": SCHEDVIEW_PRUNE_PERIOD,
+                      "options": {"expires": SCHEDVIEW_PRUNE_PERIOD * 0.9}},
 }
-# The embedded default schedules the simulated cluster's pending pods itself (a round robin
-# over the zones, resources permitting), so every state of the machine shows. Off unless set;
+# The embedded default schedules the simulated cluster's pending pods itself (a stand-in for
+# kube-scheduler driving the extender), so every state of the machine shows. Off unless set;
 # `manage.py up` sets it for its simulated cluster.
 SCHEDVIEW_SCHEDULE_PERIOD = env.float("SCHEDVIEW_SCHEDULE_PERIOD", default=0.0)
 if SCHEDVIEW_SCHEDULE_PERIOD > 0:

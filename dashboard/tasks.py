@@ -1,4 +1,5 @@
-"""Celery tasks: bind calls, the expiry reaper and the cache/cluster comparer.
+"""Celery tasks: bind calls, the expiry reaper, the cache/cluster comparer, history pruning,
+the embedded default's scheduler.
 
 The owner decides and assumes; these tasks do the slow part (the Binding POST)
 and report back with commands (dashboard.feed.commands):
@@ -33,7 +34,8 @@ from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from dashboard import kube
+from dashboard import history_retention, kube
+from dashboard.extender import standin
 from dashboard.extender.statuses import bind_info_annotation
 from dashboard.feed.commands import send, send_many
 
@@ -218,14 +220,17 @@ def compare() -> str:
                 timeout=settings.SCHEDVIEW_COMPARE_PERIOD)
 
 
+@shared_task(name="dashboard.tasks.prune_history", ignore_result=True)
+def prune_history() -> dict:
+    """Keep the history to its configured size (history_retention); runs on any worker."""
+    if not settings.SCHEDVIEW_HISTORY_KEEP:
+        return {"transitions": 0, "samples": 0}
+    return history_retention.prune(settings.SCHEDVIEW_HISTORY_KEEP)
+
+
 @shared_task(name="dashboard.tasks.schedule_pending", ignore_result=True)
-def schedule_pending(limit: int = 20) -> int:
-    """The embedded default's scheduler: the owner assumes the oldest pending pods on the
-    next nodes of the zone round robin they fit (feed/placement.py); their binds go out
-    as one batched task. Returns how many pods were placed."""
-    result = send("assume_next", {"limit": limit}, actor="scheduler",
-                  timeout=settings.SCHEDVIEW_SCHEDULE_PERIOD or 5.0)
-    placed = [[p["uid"], p["namespace"], p["name"], p["node"]] for p in result["placed"]]
-    if placed:
-        bind_pods.delay(placed)
-    return len(placed)
+def schedule_pending(limit: int = 20) -> dict:
+    """The embedded default's kube-scheduler (extender/standin.py): up to `limit` pending
+    pods, oldest first, through the owner's extender (filter, then bind or preempt), so
+    the full algorithm decides and the statuses page shows it. Returns the outcomes."""
+    return standin.schedule(core_api(), standin.door(), limit)

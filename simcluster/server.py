@@ -431,7 +431,10 @@ class Handler(BaseHTTPRequestHandler):
             self.end_chunked()
         else:
             self.close_connection = True
-            self.connection.shutdown(socket.SHUT_RDWR)
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass      # the watcher hung up first: the connection is gone already
 
     def _delete_collection(self, resource, prefix):
         labels, fields = self._selectors(resource)

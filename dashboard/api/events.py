@@ -3,13 +3,15 @@
 The owner's writer appends a flush's transitions in one transaction, flushes in
 sequence order, so whatever a reader sees is every transition up to some number:
 asking again with `since=next_since` misses none. Numbers grow across owner
-restarts but may skip (snapshot updates are not recorded).
+restarts but may skip (snapshot updates are not recorded). The history keeps
+only the latest transitions (SCHEDVIEW_HISTORY_KEEP): `pruned_below` says which
+numbers are gone, so a tool that fell further behind knows it missed some.
 """
 from ninja import Query, Router, Schema
 from pydantic import Field
 
 from dashboard.api.schemas import MAX_SEQ, READ_ERRORS, EventsOut, Filter, refuse_repeated
-from dashboard.models import Transition
+from dashboard.models import PrunedHistory, Transition
 
 router = Router(tags=["events"])
 
@@ -38,4 +40,4 @@ def events(request, query: Query[EventQuery]):
     found = list(rows[:query.limit + 1])
     page = found[:query.limit]
     return {"events": page, "next_since": page[-1].seq if page else query.since,
-            "more": len(found) > query.limit}
+            "more": len(found) > query.limit, "pruned_below": PrunedHistory.floor()}

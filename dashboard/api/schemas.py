@@ -242,8 +242,10 @@ class EventsOut(Schema):
     events: list[TransitionOut] = Field(description="in sequence order")
     next_since: int = Field(description="pass as `since` to get what follows, with no gaps")
     more: bool = Field(description="true when `limit` cut the answer short: ask again now")
+    pruned_below: int = Field(description="transitions numbered below this were pruned (0: "
+                                          "none): a `since` under it minus one missed some")
     model_config = example({"events": [TRANSITION_EXAMPLE], "next_since": 48213,
-                            "more": False})
+                            "more": False, "pruned_below": 0})
 
 
 # --- actions --------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ on the owner's own listener (`listener.py`, handing calls to the owner's thread
 through `owner_calls.py`), or through the web's views (`views.py`, listed in the
 REST schema by `api.py`), which forward over the command channel
 (`handlers.command_handlers`); both answer by `answers.py`. The statuses page (`pages.py`, live by
-`consumer.py`) and REST read the statuses through `status_reads.py`.
+`consumer.py`) and REST read the statuses through `status_reads.py`. Where there is
+no kube-scheduler (the embedded default), `standin.py` calls the extender as it would.
 """
 from .core import Extender, ExtenderUserError
 from .statuses import (BIND_INFO_ANNOTATION, PodScheduleStatus, PodScheduleStatuses,

@@ -24,7 +24,7 @@ ACTOR = "kube-scheduler"
 VERB_OPS = {"filter": "extender_filter", "bind": "extender_bind",
             "preempt": "extender_preempt"}
 
-_USER_ERRORS = (400, 404, 409)
+USER_ERRORS = (400, 404, 409)
 _FAILED_FILTER = {"Nodes": None, "NodeNames": None, "FailedNodes": {},
                   "FailedAndUnresolvableNodes": {}}
 # What a platform error is answered with (in "Error", status 200); None: a 500.
@@ -44,7 +44,7 @@ def answer(op: str, raw: bytes, call: Callable[[str, dict], dict]) -> tuple[int,
     try:
         return 200, call(op, body)
     except CommandError as exc:
-        if exc.status in _USER_ERRORS:
+        if exc.status in USER_ERRORS:
             return 400, {"Error": exc.message}
         log.error("extender %s failed: %s", op, exc)
         failed = _FAILED_RESULTS[op]

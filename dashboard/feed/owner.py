@@ -23,7 +23,6 @@ from schedcache.podinfo import make_pod_info, unpack_pod_info
 
 from dashboard.feed.commands import CommandError, CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
-from dashboard.feed.placement import choose_node
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
 
@@ -378,8 +377,7 @@ class CacheOwner:
 
     # --- commands ----------------------------------------------------------------------------
     def handlers(self) -> dict:
-        return {"assume": self.cmd_assume, "assume_next": self.cmd_assume_next,
-                "finish_binding": self.cmd_finish_binding,
+        return {"assume": self.cmd_assume, "finish_binding": self.cmd_finish_binding,
                 "forget": self.cmd_forget, "expire": self.cmd_expire, "reap": self.cmd_reap,
                 "compare": self.cmd_compare, "get_pod": self.cmd_get_pod,
                 "get_node": self.cmd_get_node, "status": self.cmd_status}
@@ -436,23 +434,6 @@ class CacheOwner:
         meta = pod.get("metadata") or {}
         return {"uid": uid, "namespace": meta.get("namespace"), "name": meta.get("name"),
                 "node": node, "before": before, "after": self._aggregates(node)}
-
-    def cmd_assume_next(self, args, actor):
-        """Assume up to `limit` pending pods, oldest first, each on the next node it fits."""
-        placed = []
-        for uid, pod in list(self.pending.items()):
-            if len(placed) >= int(args.get("limit", 10)):
-                break
-            if self.cache.pod_state(_ref(uid)) is not None:
-                continue
-            node = choose_node(self.cache, pod)
-            if node is None:
-                continue
-            self.cache.assume_pod(dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node)))
-            meta = pod.get("metadata") or {}
-            placed.append({"uid": uid, "namespace": meta.get("namespace"),
-                           "name": meta.get("name"), "node": node})
-        return {"placed": placed}
 
     def cmd_finish_binding(self, args, actor):
         uid = self._cached_uid(args)
@@ -523,8 +504,14 @@ class CacheOwner:
                 "pending": len(self.pending), "generation": cache.generation,
                 "snapshot_generation": self.snapshot.generation,
                 "seq": self.seq_base + cache.event_seq, "synced": all(self.synced.values()),
-                "feed_backlog": self.feed.qsize(), "round_robin": self._round_robin(),
+                "feed_backlog": self.feed.qsize(), "read_model_backlog": self._unwritten(),
+                "round_robin": self._round_robin(),
                 **self.stats, **{k: v for part in self.status_parts for k, v in part().items()}}
+
+    def _unwritten(self) -> int:
+        """Changes the read model has yet to show: rows not yet built, batches not yet written."""
+        queued = self.writer.unwritten() if self.writer is not None else 0
+        return len(self._dirty_pods) + len(self._dirty_nodes) + queued
 
     def _round_robin(self) -> dict:
         """NodeTree.next()'s position: the zone it asks next, each zone's next node."""

@@ -11,6 +11,8 @@ import queue
 import threading
 
 from django.db import close_old_connections, connections, transaction
+import orjson
+import psycopg
 
 from dashboard.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample,
                               Transition)
@@ -27,6 +29,8 @@ TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "f
                      "to_state", "cause", "actor", "generation"]
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
+STATEMENT_ROWS = 250   # rows per INSERT: psycopg adapts a statement's values holding the
+                       # GIL (the owner's thread waited up to 21 ms at 1,700 rows, 11 at 250)
 
 
 @dataclass
@@ -63,19 +67,25 @@ def _chunks(items):
 
 
 class RawInsert:
-    """One model's rows as multi-row INSERT ... ON CONFLICT statements.
+    """One model's rows as INSERT ... ON CONFLICT statements.
 
     Why not the ORM's bulk_create: it built a model instance per row and compiled the
     statement anew each flush, 50-90 ms of the writer's thread for the rows of 1,000 cache
     events (bench/ui_bench.py), so pages heard of changes up to a second late. (An
-    executemany of one row a statement was no faster: a round trip a row.) Values go
-    through each field's own preparation (JSON, datetimes), as the ORM would send them.
-    PostgreSQL and SQLite share the statement.
+    executemany of one row a statement was no faster: a round trip a row.)
+
+    On PostgreSQL the rows go as one array a column, `INSERT ... SELECT FROM unnest(...)`,
+    bound server-side: psycopg dumps a list in C, where a VALUES list of thousands of
+    placeholders cost Python time per value (Django's client-side binding quotes each
+    one, and psycopg re-parses a long query on every call): most of the writer's time,
+    all of it holding the owner's GIL. SQLite takes multi-row VALUES, each value through
+    its field's own preparation (JSON, datetimes), as the ORM would send it.
     """
 
     def __init__(self, model, fields, conflict: str, update: bool):
         meta = model._meta
         self.key = meta.pk.column if update else None
+        self.key_field = meta.pk
         self.fields = [meta.get_field(name) for name in fields]
         self.prepared = [(f.name, f) for f in self.fields
                          if f.get_internal_type() in ("JSONField", "DateTimeField")]
@@ -94,8 +104,50 @@ class RawInsert:
                 f"VALUES {', '.join([values] * rows)} "
                 f"ON CONFLICT ({quote(self.conflict)}) {action}")
 
+    def _array_statement(self, connection) -> str:
+        quote = connection.ops.quote_name
+        fields = ([self.key_field] if self.key else []) + self.fields
+        arrays = ", ".join(f"%s::{'text' if self._json(f) else f.db_type(connection)}[]"
+                           for f in fields)
+        picked = ", ".join(f"c{i}::jsonb" if self._json(f) else f"c{i}"
+                           for i, f in enumerate(fields))
+        if self.update:
+            action = "DO UPDATE SET " + ", ".join(
+                f"{quote(f.column)} = EXCLUDED.{quote(f.column)}" for f in self.fields)
+        else:
+            action = "DO NOTHING"
+        return (f"INSERT INTO {quote(self.table)} ({', '.join(quote(f.column) for f in fields)}) "
+                f"SELECT {picked} FROM unnest({arrays}) "
+                f"AS u({', '.join(f'c{i}' for i in range(len(fields)))}) "
+                f"ON CONFLICT ({quote(self.conflict)}) {action}")
+
+    @staticmethod
+    def _json(field) -> bool:
+        return field.get_internal_type() == "JSONField"
+
+    def _run_arrays(self, connection, rows):
+        """PostgreSQL: a column a parameter (JSON as text, cast in the statement)."""
+        if self.update:
+            keys = [key for key, _ in rows]
+            rows = [row for _, row in rows]
+        columns = [keys] if self.update else []
+        for f in self.fields:
+            name = f.name
+            if self._json(f):
+                columns.append([None if row[name] is None else orjson.dumps(row[name]).decode()
+                                for row in rows])
+            else:
+                columns.append([row[name] for row in rows])
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(self._array_statement(connection), columns)
+
     def run(self, connection, rows):
         """`rows`: (key, row dict) pairs when it updates, else row dicts."""
+        if not rows:
+            return
+        if connection.vendor == "postgresql":
+            self._run_arrays(connection, rows)
+            return
         names = [f.name for f in self.fields]
         params = []
         for item in rows:
@@ -107,7 +159,8 @@ class RawInsert:
             params.append([key, *(row[name] for name in names)] if self.update
                           else [row[name] for name in names])
         width = len(names) + (1 if self.update else 0)
-        per_statement = max(1, (connection.features.max_query_params or 30_000) // width)
+        per_statement = max(1, min(STATEMENT_ROWS,
+                                   (connection.features.max_query_params or 30_000) // width))
         with connection.cursor() as cursor:
             for start in range(0, len(params), per_statement):
                 chunk = params[start:start + per_statement]
@@ -178,6 +231,10 @@ class ProjectionWriter:
             with self._idle:
                 self._submitted += 1
             self._queue.put((batch, then))
+
+    def unwritten(self) -> int:
+        """Batches submitted and not yet written (or failed)."""
+        return self._submitted - self.written - self.failed
 
     def wait_idle(self, timeout=None) -> bool:
         """Block until every submitted batch has been written (or failed)."""

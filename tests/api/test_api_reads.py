@@ -202,6 +202,16 @@ def test_events_follow_from_a_sequence_number_without_gaps(api):
     assert (empty["events"], empty["next_since"], empty["more"]) == ([], 11, False)
 
 
+def test_events_say_how_far_the_history_was_pruned(api):
+    from dashboard import history_retention
+    for seq in range(1, 9):
+        transition(seq)
+    assert api.get("/api/v1/events?since=0").json()["pruned_below"] == 0
+    history_retention.prune(keep=3)
+    body = api.get("/api/v1/events?since=2").json()
+    assert [e["seq"] for e in body["events"]] == [6, 7, 8] and body["pruned_below"] == 6
+
+
 def test_events_filter_by_key_and_kind(api):
     for seq in (1, 2, 3, 4):
         transition(seq, key=f"uid-{seq % 2}", kind="pod_added" if seq > 2 else "pod_updated")

@@ -77,3 +77,16 @@ def test_production_settings(load_settings):
     assert s["SESSION_COOKIE_SECURE"] is True
     assert s["CSRF_COOKIE_SECURE"] is True
     assert s["SCHEDVIEW_CACHE_TTL"] == 0.0
+
+
+@pytest.mark.parametrize("environment", [{"SCHEDVIEW_HISTORY_KEEP": "-1"},
+                                         {"SCHEDVIEW_PRUNE_PERIOD": "0"}])
+def test_a_history_size_or_prune_period_that_cannot_work_is_refused(load_settings, environment):
+    with pytest.raises(ImproperlyConfigured, match="SCHEDVIEW_HISTORY_KEEP"):
+        load_settings(**environment)
+
+
+def test_the_history_is_pruned_to_a_million_transitions_by_default(load_settings):
+    s = load_settings()
+    assert s["SCHEDVIEW_HISTORY_KEEP"] == 1_000_000
+    assert s["CELERY_BEAT_SCHEDULE"]["prune-history"]["schedule"] == 60.0

@@ -205,19 +205,6 @@ def test_a_comparison_is_recorded(owner, writer):
     assert run.report["missed_pods"] == [uid(pod("missed", "n1"))]
 
 
-def test_assume_next_places_the_oldest_pending_pods_on_nodes_they_fit(owner):
-    small = make_node("small", zone="zone-a", cpu="1", memory="1Gi")
-    big = make_node("big", zone="zone-b", cpu="64", memory="256Gi")
-    first, second = pod("first", requests={"cpu": "2", "memory": "1Gi"}), pod("second")
-    synced(owner, [small, big], [first, second])
-    placed = command(owner, "assume_next", {"limit": 1}, "scheduler")["placed"]
-    assert [(p["name"], p["node"]) for p in placed] == [("first", "big")]
-    placed = command(owner, "assume_next", {"limit": 5}, "scheduler")["placed"]
-    assert [p["name"] for p in placed] == ["second"]
-    assert command(owner, "assume_next", {"limit": 5}, "scheduler")["placed"] == []
-    assert owner.cache.assumed_count() == 2
-
-
 def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
     relists = []
     owner.on_drift = lambda: relists.append(True)

@@ -54,8 +54,10 @@ def test_a_writer_behind_writes_the_queue_as_one_transaction(writes):
         writer.submit(Batch(pods={"b": None}), then=lambda: order.append(3))
         writer.submit(Batch(pods={"c": row("c", "Added", 4)}, transitions=[transition(4, "c")]),
                       then=lambda: order.append(4))
+        assert writer.unwritten() == 4     # the first counts once its `then` has run
         release.set()
         assert writer.wait_idle(10)
+        assert writer.unwritten() == 0
     finally:
         writer.close()
     assert writes == [(["a"], 1), (["a", "b", "c"], 3)]
@@ -81,3 +83,29 @@ def test_closing_behind_queued_batches_writes_them_first(writes):
     closing.join(20)
     assert writes == [(["a"], 0), (["b"], 0)]
     assert sorted(PodRecord.objects.values_list("uid", flat=True)) == ["a", "b"]
+
+
+def test_rows_read_back_as_written_json_times_and_nulls_included():
+    from datetime import datetime, timezone
+    from dashboard.models import NodeRecord
+    pod = dict(row("a", "Assumed", 7), labels={"app": "web", "tier": "1"}, deadline=12.5,
+               binding_finished=True, milli_cpu=2 ** 40)
+    node = {"zone": "z1", "tree_index": 3, "has_node": True, "generation": 9, "pods": 1,
+            "requested": {"milli_cpu": 100}, "non_zero_requested": {"milli_cpu": 100},
+            "allocatable": {"milli_cpu": 4000, "pods": 110}, "host_ports": [["TCP", 80]],
+            "images": 2, "changed_at": "2026-11-22T10:00:01Z", "owner_epoch": 1}
+    projection.write(Batch(pods={"a": pod, "b": row("b", "Added", 8)}, nodes={"n1": node},
+                           transitions=[transition(7, "a")]))
+    a = PodRecord.objects.get(uid="a")
+    assert (a.labels, a.deadline, a.binding_finished, a.milli_cpu) == (
+        {"app": "web", "tier": "1"}, 12.5, True, 2 ** 40)
+    assert a.changed_at == datetime(2026, 11, 22, 10, tzinfo=timezone.utc)
+    assert PodRecord.objects.get(uid="b").deadline is None
+    n1 = NodeRecord.objects.get(name="n1")
+    assert (n1.allocatable, n1.host_ports, n1.tree_index) == (
+        {"milli_cpu": 4000, "pods": 110}, [["TCP", 80]], 3)
+    assert Transition.objects.get(seq=7).key == "a"
+    projection.write(Batch(pods={"a": dict(pod, labels={}, state="Added")},
+                           transitions=[transition(7, "again")]))   # upsert; a seq once
+    assert (PodRecord.objects.get(uid="a").state, Transition.objects.get(seq=7).key) == (
+        "Added", "a")

@@ -123,15 +123,27 @@ def test_a_standby_owner_takes_over_when_the_owner_dies(stack):
     assert second["pods"] == first["pods"] or second["pods"] > 0
 
 
-def test_the_embedded_scheduler_places_pending_pods_until_they_run(stack):
+def extender_state(uid):
+    return send("extender_status", {"uid": uid}, timeout=5)["state"]
+
+
+def test_the_embedded_scheduler_places_pending_pods_until_they_run(stack, settings):
     from dashboard.tasks import schedule_pending
     stack.owner("owner-a")
     synced_owner()
+    # This process runs the beat's task as a worker would: on the stack's cluster, calling
+    # the owner's own listener over HTTP as kube-scheduler does.
+    settings.SCHEDVIEW_KUBECONFIG = stack.env["SCHEDVIEW_KUBECONFIG"]
+    settings.SCHEDVIEW_EXTENDER_ADDRESS = stack.env["SCHEDVIEW_EXTENDER_ADDRESS"]
+    stack.extender()
     api = core(stack)
     uids = [new_pod(api, f"queued-{i}") for i in range(3)]
     wait_for(lambda: all(state_of(u) == "Pending" for u in uids), 30, "the pending pods")
-    assert schedule_pending(limit=10) >= 3
+    assert schedule_pending(limit=100)["bind"] >= 3
+    assert all(extender_state(u) in ("Binding", "Bound") for u in uids)
     wait_for(lambda: all(state_of(u) == "Added" for u in uids), 60, "the pods to be bound")
+    wait_for(lambda: all(extender_state(u) == "Bound" for u in uids), 30,
+             "the extender's statuses to say Bound")
     assert all(api.read_namespaced_pod(f"queued-{i}", "default").spec.node_name
                for i in range(3))
 

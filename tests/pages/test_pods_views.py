@@ -127,6 +127,17 @@ def test_the_timeline_lists_every_transition_newest_first_with_cause_and_actor(v
                     ("assumed", "Initial → Assumed", "operator", "alice")]
 
 
+def test_a_timeline_whose_beginning_was_pruned_says_so(viewer_client):
+    from dashboard import history_retention
+    assumed_then_added("old")
+    assumed_then_added("young")
+    history_retention.prune(keep=4)      # old keeps only its confirmation, young all three
+    _, old = get(viewer_client, "/pods/old/")
+    _, young = get(viewer_client, "/pods/young/")
+    assert "Earlier transitions of this pod were pruned" in old
+    assert "Earlier transitions" not in young and "assumed" in young
+
+
 def test_a_forgotten_pod_that_was_assumed_again_keeps_a_connected_path(viewer_client):
     pod("p2", "Assumed", node="n1")
     transition("p2", "pod_assumed", "Initial", "Assumed")
