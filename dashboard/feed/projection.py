@@ -29,8 +29,6 @@ TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "f
                      "to_state", "cause", "actor", "generation"]
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
-STATEMENT_ROWS = 250   # rows per INSERT: psycopg adapts a statement's values holding the
-                       # GIL (the owner's thread waited up to 21 ms at 1,700 rows, 11 at 250)
 
 
 @dataclass
@@ -74,12 +72,13 @@ class RawInsert:
     events (bench/ui_bench.py), so pages heard of changes up to a second late. (An
     executemany of one row a statement was no faster: a round trip a row.)
 
-    On PostgreSQL the rows go as one array a column, `INSERT ... SELECT FROM unnest(...)`,
-    bound server-side: psycopg dumps a list in C, where a VALUES list of thousands of
-    placeholders cost Python time per value (Django's client-side binding quotes each
-    one, and psycopg re-parses a long query on every call): most of the writer's time,
-    all of it holding the owner's GIL. SQLite takes multi-row VALUES, each value through
-    its field's own preparation (JSON, datetimes), as the ORM would send it.
+    On PostgreSQL the rows are COPYed into a staging table and upserted from it with one
+    statement: psycopg formats COPY rows in C. Placeholders cost Python time per value:
+    a VALUES list of thousands (quoted one by one by Django's client-side binding, the
+    long query parsed again each call) took 100 ms of CPU for 3,000 pods, COPY takes 7
+    (bench/writer_bench.py), and the writer's CPU holds the owner process's GIL. SQLite
+    takes multi-row VALUES, each value through its field's own preparation (JSON,
+    datetimes), as the ORM would send it.
     """
 
     def __init__(self, model, fields, conflict: str, update: bool):
@@ -94,59 +93,55 @@ class RawInsert:
     def _statement(self, connection, rows: int) -> str:
         quote = connection.ops.quote_name
         columns = ([self.key] if self.key else []) + [f.column for f in self.fields]
-        if self.update:
-            action = "DO UPDATE SET " + ", ".join(
-                f"{quote(f.column)} = EXCLUDED.{quote(f.column)}" for f in self.fields)
-        else:
-            action = "DO NOTHING"
         values = "(" + ", ".join(["%s"] * len(columns)) + ")"
         return (f"INSERT INTO {quote(self.table)} ({', '.join(map(quote, columns))}) "
                 f"VALUES {', '.join([values] * rows)} "
-                f"ON CONFLICT ({quote(self.conflict)}) {action}")
-
-    def _array_statement(self, connection) -> str:
-        quote = connection.ops.quote_name
-        fields = ([self.key_field] if self.key else []) + self.fields
-        arrays = ", ".join(f"%s::{'text' if self._json(f) else f.db_type(connection)}[]"
-                           for f in fields)
-        picked = ", ".join(f"c{i}::jsonb" if self._json(f) else f"c{i}"
-                           for i, f in enumerate(fields))
-        if self.update:
-            action = "DO UPDATE SET " + ", ".join(
-                f"{quote(f.column)} = EXCLUDED.{quote(f.column)}" for f in self.fields)
-        else:
-            action = "DO NOTHING"
-        return (f"INSERT INTO {quote(self.table)} ({', '.join(quote(f.column) for f in fields)}) "
-                f"SELECT {picked} FROM unnest({arrays}) "
-                f"AS u({', '.join(f'c{i}' for i in range(len(fields)))}) "
-                f"ON CONFLICT ({quote(self.conflict)}) {action}")
+                f"ON CONFLICT ({quote(self.conflict)}) {self._action(connection)}")
 
     @staticmethod
     def _json(field) -> bool:
         return field.get_internal_type() == "JSONField"
 
-    def _run_arrays(self, connection, rows):
-        """PostgreSQL: a column a parameter (JSON as text, cast in the statement)."""
-        if self.update:
-            keys = [key for key, _ in rows]
-            rows = [row for _, row in rows]
-        columns = [keys] if self.update else []
-        for f in self.fields:
-            name = f.name
-            if self._json(f):
-                columns.append([None if row[name] is None else orjson.dumps(row[name]).decode()
-                                for row in rows])
-            else:
-                columns.append([row[name] for row in rows])
+    def _run_copy(self, connection, rows):
+        """PostgreSQL: COPY the rows into a session's staging table shaped like the model's
+        columns, then one INSERT ... SELECT from it; the staging table is emptied after."""
+        quote = connection.ops.quote_name
+        fields = ([self.key_field] if self.key else []) + self.fields
+        columns = ", ".join(quote(f.column) for f in fields)
+        staging = quote(f"staging_{self.table}")
+        json = [i for i, f in enumerate(fields) if self._json(f)]
+        names = [f.name for f in self.fields]
         with psycopg.Cursor(connection.connection) as cursor:
-            cursor.execute(self._array_statement(connection), columns)
+            cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {staging} AS "
+                           f"SELECT {columns} FROM {quote(self.table)} WITH NO DATA")
+            with cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
+                for item in rows:
+                    key, row = item if self.update else (None, item)
+                    values = [row[name] for name in names]
+                    if self.update:
+                        values.insert(0, key)
+                    for i in json:
+                        if values[i] is not None:
+                            values[i] = orjson.dumps(values[i]).decode()
+                    copy.write_row(values)
+            cursor.execute(f"INSERT INTO {quote(self.table)} ({columns}) SELECT {columns} "
+                           f"FROM {staging} ON CONFLICT ({quote(self.conflict)}) "
+                           f"{self._action(connection)}")
+            cursor.execute(f"TRUNCATE {staging}")
+
+    def _action(self, connection) -> str:
+        if not self.update:
+            return "DO NOTHING"
+        quote = connection.ops.quote_name
+        return "DO UPDATE SET " + ", ".join(
+            f"{quote(f.column)} = EXCLUDED.{quote(f.column)}" for f in self.fields)
 
     def run(self, connection, rows):
         """`rows`: (key, row dict) pairs when it updates, else row dicts."""
         if not rows:
             return
         if connection.vendor == "postgresql":
-            self._run_arrays(connection, rows)
+            self._run_copy(connection, rows)
             return
         names = [f.name for f in self.fields]
         params = []
@@ -159,8 +154,7 @@ class RawInsert:
             params.append([key, *(row[name] for name in names)] if self.update
                           else [row[name] for name in names])
         width = len(names) + (1 if self.update else 0)
-        per_statement = max(1, min(STATEMENT_ROWS,
-                                   (connection.features.max_query_params or 30_000) // width))
+        per_statement = max(1, (connection.features.max_query_params or 30_000) // width)
         with connection.cursor() as cursor:
             for start in range(0, len(params), per_statement):
                 chunk = params[start:start + per_statement]
