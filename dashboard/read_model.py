@@ -231,6 +231,11 @@ class OwnerStatus:
         return self.counters.get("feed_backlog")
 
     @property
+    def read_model_backlog(self):
+        """Changes these pages do not show yet (rows to build, batches to write)."""
+        return self.counters.get("read_model_backlog")
+
+    @property
     def generation(self):
         return self.counters.get("generation")
 

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard import embedded_redis
+from dashboard import demo_scenes, embedded_redis, kube
 from dashboard.supervisor import Child, Supervisor
 
 HOST = "127.0.0.1"
@@ -131,6 +131,7 @@ class Command(BaseCommand):
                     cluster = supervisor.start(simulated_cluster(kubeconfig, nodes, pods, churn))
                     wait_for_file(kubeconfig, cluster)
                     configure_simulated_cluster(kubeconfig)
+                    demo_scenes.stage(kube.core_api())
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)

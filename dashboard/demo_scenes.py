@@ -1,0 +1,88 @@
+"""Two scenes the embedded default stages, so the extender's Waiting and Preempting show.
+
+The simulated cluster's churn makes pods that fit somewhere, so kube-scheduler's
+stand-in (extender/standin.py) only ever binds them. `manage.py up` therefore adds,
+through the Kubernetes API like any user:
+
+- a training job asking for more GPUs than any node has: it waits for good, and the
+  statuses page shows each node's reason;
+- on one GPU node, low-priority batch pods holding every free GPU (created bound,
+  as a DaemonSet's or an earlier scheduler's would be), and a high-priority pod that
+  needs those GPUs on that node: the extender asks to preempt them, the stand-in
+  evicts them, and the pod binds once they are gone.
+"""
+import orjson
+from kubernetes import client
+
+GPU = "nvidia.com/gpu"
+NAMESPACE = "default"
+CLASSES = {-10: "batch-low", 0: "", 1_000_000: "high-priority"}   # the simulated cluster's
+LOW, HIGH = -10, 1_000_000
+TOLERATE_GPU = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
+TOO_MANY_GPUS = 64
+
+
+def _pod(name: str, gpus: int, priority: int, *, node: str = "", selector: dict | None = None,
+         role: str) -> dict:
+    resources = {"requests": {"cpu": "1", "memory": "4Gi", GPU: str(gpus)},
+                 "limits": {GPU: str(gpus)}}
+    spec = {"containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.10-py3",
+                            "resources": resources}],
+            "tolerations": [TOLERATE_GPU], "priority": priority}
+    if CLASSES[priority]:   # as admission would have set it from the class
+        spec["priorityClassName"] = CLASSES[priority]
+    if node:
+        spec["nodeName"] = node
+    if selector:
+        spec["nodeSelector"] = selector
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE,
+                         "labels": {"app.kubernetes.io/part-of": "schedview-demo",
+                                    "schedview.io/demo-role": role}},
+            "spec": spec}
+
+
+def _json(response):
+    try:
+        return orjson.loads(response.read())
+    finally:
+        response.release_conn()
+
+
+def _gpus(quantity) -> int:
+    return int(quantity or 0)
+
+
+def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
+    """The GPU node with the most free GPUs, and how many; None without GPU nodes."""
+    nodes = _json(api.list_node(_preload_content=False))["items"]
+    best = None
+    for node in nodes:
+        name = node["metadata"]["name"]
+        total = _gpus((node.get("status") or {}).get("allocatable", {}).get(GPU))
+        if not total:
+            continue
+        pods = _json(api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}",
+                                                     _preload_content=False))["items"]
+        used = sum(_gpus(c.get("resources", {}).get("requests", {}).get(GPU))
+                   for p in pods if (p.get("status") or {}).get("phase") not in
+                   ("Succeeded", "Failed")
+                   for c in p["spec"].get("containers") or ())
+        if best is None or total - used > best[1]:
+            best = (name, total - used)
+    return best
+
+
+def stage(api: client.CoreV1Api) -> list[str]:
+    """Create the scenes' pods; returns their names (none for a cluster without GPUs)."""
+    created = [_pod("demo-train-64-gpus", TOO_MANY_GPUS, 0, role="waits")]
+    found = free_gpus(api)
+    if found is not None and found[1] > 0:
+        node, free = found
+        created += [_pod(f"demo-batch-{i}", 1, LOW, node=node, role="victim")
+                    for i in range(free)]
+        created.append(_pod("demo-urgent-train", free, HIGH,
+                            selector={"kubernetes.io/hostname": node}, role="preempts"))
+    for body in created:
+        api.create_namespaced_pod(NAMESPACE, body, _preload_content=False).release_conn()
+    return [body["metadata"]["name"] for body in created]
