@@ -34,4 +34,6 @@ def test_each_main_view_renders_and_is_kept_as_a_screenshot(page, bound_pod, scr
     response = page.goto(VIEWS[view].format(pod=uid, node=node))
     assert response.status == 200, f"{view} answered {response.status}"
     expect(page.locator("main h1")).not_to_be_empty()
+    # Usable on a laptop: the page fits the window's width, nothing scrolls sideways.
+    assert page.evaluate("document.documentElement.scrollWidth") <= page.viewport_size["width"]
     page.screenshot(path=screenshot_dir / f"{view}.png", full_page=True)
