@@ -80,21 +80,23 @@ def drain_until(owner, done, timeout=600):
 
 def sync(owner, kubeconfig, decoded=False):
     """Start reflectors for nodes and pods into `owner`, apply until synced, then settle
-    the heap as the owner process does. Returns the event that stops the reflectors and
-    the seconds each part took: (stop, syncing, settling). `decoded`: the reflectors run
-    in a decoder process, as in `manage.py watch`; else in threads here."""
+    the heap as the owner process does. Returns the event that stops the reflectors, the
+    seconds each part took and the decoder process: (stop, syncing, settling, decoder or
+    None). `decoded`: the reflectors run in a decoder process, as in `manage.py watch`;
+    else in threads here."""
     from dashboard.feed.decoder import DecoderProcess
     from dashboard.feed.reflector import Reflector
     from dashboard.feed.runner import settle_heap
     stop = threading.Event()
     started = time.perf_counter()
+    decoder = None
     if decoded:
-        DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),
-                       stop=stop).start()
+        decoder = DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),
+                                 stop=stop).start()
     else:
         for kind in ("nodes", "pods"):
             Reflector(core_api(kubeconfig), kind, owner.feed.put, stop=stop).start()
     drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
     synced = time.perf_counter()
     settle_heap()
-    return stop, synced - started, time.perf_counter() - synced
+    return stop, synced - started, time.perf_counter() - synced, decoder

@@ -102,7 +102,7 @@ def run(args, kubeconfig):
     extender = attach_extender(owner, schedule_bind=BindSender(
         lambda batch: binder.submit(bind_batch, batch)))
     handlers = owner.commands.handlers
-    stop, _, _ = sync(owner, kubeconfig)
+    stop, _, _, _ = sync(owner, kubeconfig)
     names = owner.cache.node_names()
     pending = list(owner.pending.values())
     print(f"{len(names)} nodes, {owner.cache.pod_count()} bound pods, {len(pending)} pending")

@@ -10,6 +10,7 @@ out: they run beside the owner and do not hold it up (the writer is a thread wit
 bounded queue; publishing is one message per 100 ms), so the figures are the cache's.
 
 1. fresh start to a synced cache: list nodes and pods (paged, raw JSON), apply all;
+   then one comparison as the comparer runs it (the decoder lists, the owner compares);
 2. watch events applied per second over HTTP: a watch from resourceVersion 0 makes
    the server send a synthetic ADDED for every pod, applied to an empty cache (the
    clock starts at the first event applied, after the decoder process has started);
@@ -23,6 +24,7 @@ import functools
 import gc
 import os
 from pathlib import Path
+import resource
 import sys
 import threading
 import time
@@ -40,7 +42,7 @@ from schedcache import Cache  # noqa: E402
 from dashboard.feed.decoder import DecoderProcess  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
 from dashboard.feed.reflector import Reflector  # noqa: E402
-from dashboard.feed.runner import tune_gc  # noqa: E402
+from dashboard.feed.runner import list_for_comparison, tune_gc  # noqa: E402
 
 
 def process_cpu(pid) -> float:
@@ -63,14 +65,33 @@ class Recorder:
 def bench_sync(kubeconfig, decoded):
     owner = CacheOwner(Cache(ttl=30))
     cpu = time.process_time()
-    stop, seconds, settling = sync(owner, kubeconfig, decoded)
+    stop, seconds, settling, decoder = sync(owner, kubeconfig, decoded)
     cpu = time.process_time() - cpu - settling
     print(f"fresh start to a synced cache ({owner.cache.node_count()} nodes, "
           f"{owner.cache.pod_count()} bound pods, {len(owner.pending)} pending)")
     line("list + parse + apply, wall", f"{seconds:>10.1f} s")
     line("  CPU of this process (the owner's)", f"{cpu:>10.1f} s")
     line("then settling the heap (gc.freeze)", f"{settling:>10.1f} s")
-    return owner, stop
+    return owner, stop, decoder
+
+
+def bench_comparison(owner, decoder):
+    """One comparison as the owner's comparer runs it: lists taken (and cut down) in the
+    decoder process, compared in the owner's thread. CPU of each process, and the owner's
+    peak memory (ru_maxrss never falls: a rise is this comparison's)."""
+    rss, cpu = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
+    decoder_cpu, started = process_cpu(decoder.process.pid), time.perf_counter()
+    request = list_for_comparison(decoder, threading.Event())
+    owner.apply(request)
+    seconds = time.perf_counter() - started
+    print(f"one comparison ({len(request.pods)} pods listed; clean: "
+          f"{owner.latest_report.clean})")
+    line("lists taken and compared, wall", f"{seconds:>10.1f} s")
+    line("  CPU of this process (the owner's)", f"{time.process_time() - cpu:>10.1f} s")
+    line("  CPU of the decoder process",
+         f"{process_cpu(decoder.process.pid) - decoder_cpu:>10.1f} s")
+    line("  rise of this process's peak memory",
+         f"{(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024:>10.0f} MB")
 
 
 def bench_watch_rate(kubeconfig, pods, decoded):
@@ -165,7 +186,9 @@ def main():
                         "--history", "200000") as (url, kubeconfig):
         print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
               f"{time.perf_counter() - started:.0f} s")
-        owner, stop = bench_sync(kubeconfig, decoded)
+        owner, stop, decoder = bench_sync(kubeconfig, decoded)
+        if decoder is not None:
+            bench_comparison(owner, decoder)
         bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
                             "backlog being written)")
         bench_publish_delay(kubeconfig, owner, "steady", "steady state")

@@ -30,7 +30,6 @@ from dashboard.feed.decoder import DecoderProcess
 from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
-from dashboard.feed.reflector import Reflector
 from dashboard.models import Transition
 
 log = logging.getLogger(__name__)
@@ -42,6 +41,7 @@ IDLE_WAIT = 0.02         # seconds an idle owner waits for work before looking a
 FEED_CHUNK = 200         # feed items applied between turns at kube-scheduler's calls
 CALLING = 1.0            # seconds after its last call kube-scheduler counts as calling
 COMMAND_PERIOD = 0.1     # seconds between looks at Redis's commands while it calls non-stop
+LIST_TIMEOUT = 300.0     # seconds the comparer waits for its lists (150,000 pods: about 10)
 LISTEN_RETRY = 10.0      # seconds between tries to listen while the extender's address is taken
 
 
@@ -76,17 +76,17 @@ def last_seq(redis) -> int:
     return max(int(redis.get(SEQ_KEY) or 0), stored)
 
 
-def list_for_comparison(reflectors, stop, timeout=30.0) -> CompareRequest:
-    """Fresh lists, handed over once every reflector has passed their version, so that
-    everything the lists show is already in the owner's queue ahead of the comparison."""
-    nodes = Reflector(kube.core_api(), "nodes", lambda item: None).list_once()
-    pods = Reflector(kube.core_api(), "pods", lambda item: None).list_once()
-    listed_at = max((nodes.resource_version, pods.resource_version), key=lambda v: int(v or 0))
+def list_for_comparison(decoder: DecoderProcess, stop, timeout=30.0) -> CompareRequest:
+    """Fresh lists (taken and cut down in the decoder process), handed over once every
+    reflector has passed their version, so that everything the lists show is already in
+    the owner's queue ahead of the comparison."""
+    lists = decoder.list_for_comparison(LIST_TIMEOUT)
+    listed_at = lists.resource_version
     deadline = time.monotonic() + timeout
-    while any(newer(listed_at, r.resource_version) for r in reflectors):
+    while any(newer(listed_at, r.resource_version) for r in decoder.reflectors):
         if time.monotonic() > deadline or stop.wait(0.05):
             raise TimeoutError("the watch did not catch up with the comparison's lists")
-    return CompareRequest(nodes.items, pods.items, listed_at)
+    return CompareRequest(lists.nodes, lists.pods, listed_at)
 
 
 def build_owner(redis, writer, clock=time.time) -> CacheOwner:
@@ -181,7 +181,7 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()
     reflectors = decoder.reflectors
     owner.on_drift = lambda: [r.request_relist() for r in reflectors]
-    owner.lister = lambda: list_for_comparison(reflectors, stop)
+    owner.lister = lambda: list_for_comparison(decoder, stop)
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
     frozen = False

@@ -6,6 +6,7 @@ import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -117,6 +118,42 @@ def test_a_version_the_owner_is_told_of_has_its_events_queued(sim, v1, decoded):
             owner.apply(item)
         assert any(type(i) is DecodedEvents and any(r[0] and r[0][0] == target and r[0][4] == rv
                                                     for _, r in i.events) for i in queued)
+
+
+def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
+    from dashboard.feed.runner import list_for_comparison
+    owner, decoder = decoded()
+    synced(owner, sim)
+    lists = decoder.list_for_comparison(WAIT)
+    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    one = next(p for p in sim.pods() if p["spec"].get("nodeName"))
+    assert next(p for p in lists.pods if uid(p) == uid(one)) == {
+        "metadata": {"uid": uid(one), "resourceVersion": one["metadata"]["resourceVersion"]},
+        "spec": {"nodeName": one["spec"]["nodeName"]}, "status": {"phase": one["status"]["phase"]}}
+    assert {n["metadata"]["name"] for n in lists.nodes} == {
+        n["metadata"]["name"] for n in sim.nodes()}
+    assert set(next(iter(lists.nodes))) == {"metadata", "status"}
+
+    request = list_for_comparison(decoder, threading.Event())   # the owner's lister
+    owner.apply(request)
+    assert owner.latest_report.clean, owner.latest_report.as_dict()
+    # A pod bound behind the cache's back is drift the cut-down lists still show.
+    meta = next(p for p in sim.pods() if not p["spec"].get("nodeName"))["metadata"]
+    v1.create_namespaced_binding(meta["namespace"], {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": sim.nodes()[0]["metadata"]["name"]}},
+        _preload_content=False)
+    lists = decoder.list_for_comparison(WAIT)
+    from schedcache.comparer import compare
+    assert compare(owner.cache, lists.nodes, lists.pods).missed_pods == [meta["uid"]]
+
+
+def test_a_comparison_the_cluster_cannot_answer_fails_with_its_reason(sim, decoded):
+    owner, decoder = decoded()
+    synced(owner, sim)
+    sim.kill()
+    with pytest.raises(RuntimeError, match="MaxRetryError|ConnectionRefused|ProtocolError"):
+        decoder.list_for_comparison(WAIT)
 
 
 def test_a_relist_request_reaches_the_decoder(sim, decoded):
