@@ -499,7 +499,8 @@ class CacheOwner:
 
     def status(self) -> dict:
         cache = self.cache
-        return {"nodes": len(cache.node_names()), "node_infos": cache.node_count(),
+        # The tree holds exactly the nodes with a Node object: counted, not listed, each flush.
+        return {"nodes": cache.node_tree.num_nodes, "node_infos": cache.node_count(),
                 "pods": cache.pod_count(), "assumed": cache.assumed_count(),
                 "pending": len(self.pending), "generation": cache.generation,
                 "snapshot_generation": self.snapshot.generation,
