@@ -11,8 +11,9 @@ through the Kubernetes API like any user:
   needs those GPUs on that node: the extender asks to preempt them, the stand-in
   evicts them, and the pod binds once they are gone.
 """
-import orjson
 from kubernetes import client
+
+from dashboard.kube import read_json
 
 GPU = "nvidia.com/gpu"
 NAMESPACE = "default"
@@ -42,27 +43,20 @@ def _pod(name: str, gpus: int, priority: int, *, node: str = "", selector: dict 
             "spec": spec}
 
 
-def _json(response):
-    try:
-        return orjson.loads(response.read())
-    finally:
-        response.release_conn()
-
-
 def _gpus(quantity) -> int:
     return int(quantity or 0)
 
 
 def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
     """The GPU node with the most free GPUs, and how many; None without GPU nodes."""
-    nodes = _json(api.list_node(_preload_content=False))["items"]
+    nodes = read_json(api.list_node(_preload_content=False))["items"]
     best = None
     for node in nodes:
         name = node["metadata"]["name"]
         total = _gpus((node.get("status") or {}).get("allocatable", {}).get(GPU))
         if not total:
             continue
-        pods = _json(api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}",
+        pods = read_json(api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}",
                                                      _preload_content=False))["items"]
         used = sum(_gpus(c.get("resources", {}).get("requests", {}).get(GPU))
                    for p in pods if (p.get("status") or {}).get("phase") not in

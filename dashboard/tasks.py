@@ -108,10 +108,8 @@ def _bind_once(uid, namespace, name, node):
 def _conflict(api, uid, namespace, name, node, timeout) -> tuple[str, str]:
     """409 on the POST: where is the pod now?"""
     try:
-        response = api.read_namespaced_pod(name, namespace, _preload_content=False,
-                                           _request_timeout=timeout)
-        pod = orjson.loads(response.read())
-        response.release_conn()
+        pod = kube.read_json(api.read_namespaced_pod(name, namespace, _preload_content=False,
+                                                     _request_timeout=timeout))
     except ApiException as e:
         if e.status == 404:
             return FORGET, "pod not found"

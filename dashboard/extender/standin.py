@@ -36,6 +36,7 @@ from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
 from dashboard.feed.commands import CommandError, send
+from dashboard.kube import read_json
 
 from .answers import ACTOR, USER_ERRORS, VERB_OPS
 from .listener import PREFIX, parse_address
@@ -147,18 +148,9 @@ def door():
 
 # --- the cluster, as kube-scheduler's informers see it ---------------------------------------
 
-def _json(response):
-    """The body of a `_preload_content=False` response, parsed (the client's model classes
-    cost about 1 ms a pod)."""
-    try:
-        return orjson.loads(response.read())
-    finally:
-        response.release_conn()
-
-
 def pending_pods(api) -> list:
     """The pods kube-scheduler would schedule, oldest first."""
-    pods = _json(api.list_pod_for_all_namespaces(field_selector=UNSCHEDULED,
+    pods = read_json(api.list_pod_for_all_namespaces(field_selector=UNSCHEDULED,
                                                  _preload_content=False,
                                                  _request_timeout=KUBE_TIMEOUT))["items"]
     pods = [p for p in pods if not p["metadata"].get("deletionTimestamp")
@@ -169,7 +161,7 @@ def pending_pods(api) -> list:
 
 
 def node_names(api) -> list:
-    nodes = _json(api.list_node(_preload_content=False, _request_timeout=KUBE_TIMEOUT))
+    nodes = read_json(api.list_node(_preload_content=False, _request_timeout=KUBE_TIMEOUT))
     return [n["metadata"]["name"] for n in nodes["items"]]
 
 
@@ -189,7 +181,7 @@ class BoundPods:
     def on(self, node: str) -> list:
         if self._by_node is None:
             self._by_node = {}
-            listed = _json(self.api.list_pod_for_all_namespaces(
+            listed = read_json(self.api.list_pod_for_all_namespaces(
                 field_selector="spec.nodeName!=", _preload_content=False,
                 _request_timeout=KUBE_TIMEOUT))["items"]
             for pod in listed:
