@@ -13,25 +13,28 @@ through the Kubernetes API like any user:
 """
 from kubernetes import client
 
+from schedcache.resource import node_allocatable, pod_requests
+
 from dashboard.kube import read_json
 
 GPU = "nvidia.com/gpu"
 NAMESPACE = "default"
-CLASSES = {-10: "batch-low", 0: "", 1_000_000: "high-priority"}   # the simulated cluster's
-LOW, HIGH = -10, 1_000_000
+# The simulated cluster's priority classes; a pod carries the value admission would set.
+PRIORITIES = {"batch-low": -10, "high-priority": 1_000_000}
 TOLERATE_GPU = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 TOO_MANY_GPUS = 64
+_FINISHED = ("Succeeded", "Failed")
 
 
-def _pod(name: str, gpus: int, priority: int, *, node: str = "", selector: dict | None = None,
-         role: str) -> dict:
+def _pod(name: str, gpus: int, priority_class: str = "", *, node: str = "",
+         selector: dict | None = None, role: str) -> dict:
     resources = {"requests": {"cpu": "1", "memory": "4Gi", GPU: str(gpus)},
                  "limits": {GPU: str(gpus)}}
     spec = {"containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.10-py3",
                             "resources": resources}],
-            "tolerations": [TOLERATE_GPU], "priority": priority}
-    if CLASSES[priority]:   # as admission would have set it from the class
-        spec["priorityClassName"] = CLASSES[priority]
+            "tolerations": [TOLERATE_GPU], "priority": PRIORITIES.get(priority_class, 0)}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
     if node:
         spec["nodeName"] = node
     if selector:
@@ -43,39 +46,33 @@ def _pod(name: str, gpus: int, priority: int, *, node: str = "", selector: dict 
             "spec": spec}
 
 
-def _gpus(quantity) -> int:
-    return int(quantity or 0)
-
-
 def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
     """The GPU node with the most free GPUs, and how many; None without GPU nodes."""
-    nodes = read_json(api.list_node(_preload_content=False))["items"]
-    best = None
-    for node in nodes:
-        name = node["metadata"]["name"]
-        total = _gpus((node.get("status") or {}).get("allocatable", {}).get(GPU))
-        if not total:
-            continue
-        pods = read_json(api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={name}",
-                                                     _preload_content=False))["items"]
-        used = sum(_gpus(c.get("resources", {}).get("requests", {}).get(GPU))
-                   for p in pods if (p.get("status") or {}).get("phase") not in
-                   ("Succeeded", "Failed")
-                   for c in p["spec"].get("containers") or ())
-        if best is None or total - used > best[1]:
-            best = (name, total - used)
-    return best
+    free = {}
+    for node in read_json(api.list_node(_preload_content=False))["items"]:
+        total = node_allocatable(node).scalar_resources.get(GPU, 0)
+        if total:
+            free[node["metadata"]["name"]] = total
+    if not free:
+        return None
+    assigned = read_json(api.list_pod_for_all_namespaces(field_selector="spec.nodeName!=",
+                                                         _preload_content=False))["items"]
+    for pod in assigned:
+        node = pod["spec"]["nodeName"]
+        if node in free and (pod.get("status") or {}).get("phase") not in _FINISHED:
+            free[node] -= pod_requests(pod["spec"])[0].scalar_resources.get(GPU, 0)
+    return max(free.items(), key=lambda item: item[1])
 
 
 def stage(api: client.CoreV1Api) -> list[str]:
     """Create the scenes' pods; returns their names (none for a cluster without GPUs)."""
-    created = [_pod("demo-train-64-gpus", TOO_MANY_GPUS, 0, role="waits")]
+    created = [_pod("demo-train-64-gpus", TOO_MANY_GPUS, role="waits")]
     found = free_gpus(api)
     if found is not None and found[1] > 0:
         node, free = found
-        created += [_pod(f"demo-batch-{i}", 1, LOW, node=node, role="victim")
+        created += [_pod(f"demo-batch-{i}", 1, "batch-low", node=node, role="victim")
                     for i in range(free)]
-        created.append(_pod("demo-urgent-train", free, HIGH,
+        created.append(_pod("demo-urgent-train", free, "high-priority",
                             selector={"kubernetes.io/hostname": node}, role="preempts"))
     for body in created:
         api.create_namespaced_pod(NAMESPACE, body, _preload_content=False).release_conn()
