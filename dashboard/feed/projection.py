@@ -83,44 +83,44 @@ class RawInsert:
 
     def __init__(self, model, fields, conflict: str, update: bool):
         meta = model._meta
-        self.key = meta.pk.column if update else None
-        self.key_field = meta.pk
         self.fields = [meta.get_field(name) for name in fields]
-        self.prepared = [(f.name, f) for f in self.fields
-                         if f.get_internal_type() in ("JSONField", "DateTimeField")]
+        # The columns an INSERT names: the key first when rows come keyed (upserts).
+        self.inserted = ([meta.pk] if update else []) + self.fields
+        self.names = [f.name for f in self.fields]
+        self.json_at = [i for i, f in enumerate(self.inserted)
+                        if f.get_internal_type() == "JSONField"]
+        self.prepared_at = [(i, f) for i, f in enumerate(self.inserted)
+                            if f.get_internal_type() in ("JSONField", "DateTimeField")]
         self.table, self.conflict, self.update = meta.db_table, conflict, update
+
+    def _values(self, item) -> list:
+        """A row's values in `inserted` order; `item` is (key, row) when it updates."""
+        if self.update:
+            key, row = item
+            return [key, *map(row.__getitem__, self.names)]
+        return list(map(item.__getitem__, self.names))
 
     def _statement(self, connection, rows: int) -> str:
         quote = connection.ops.quote_name
-        columns = ([self.key] if self.key else []) + [f.column for f in self.fields]
-        values = "(" + ", ".join(["%s"] * len(columns)) + ")"
-        return (f"INSERT INTO {quote(self.table)} ({', '.join(map(quote, columns))}) "
+        values = "(" + ", ".join(["%s"] * len(self.inserted)) + ")"
+        columns = ", ".join(quote(f.column) for f in self.inserted)
+        return (f"INSERT INTO {quote(self.table)} ({columns}) "
                 f"VALUES {', '.join([values] * rows)} "
                 f"ON CONFLICT ({quote(self.conflict)}) {self._action(connection)}")
-
-    @staticmethod
-    def _json(field) -> bool:
-        return field.get_internal_type() == "JSONField"
 
     def _run_copy(self, connection, rows):
         """PostgreSQL: COPY the rows into a session's staging table shaped like the model's
         columns, then one INSERT ... SELECT from it; the staging table is emptied after."""
         quote = connection.ops.quote_name
-        fields = ([self.key_field] if self.key else []) + self.fields
-        columns = ", ".join(quote(f.column) for f in fields)
+        columns = ", ".join(quote(f.column) for f in self.inserted)
         staging = quote(f"staging_{self.table}")
-        json = [i for i, f in enumerate(fields) if self._json(f)]
-        names = [f.name for f in self.fields]
         with psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {staging} AS "
                            f"SELECT {columns} FROM {quote(self.table)} WITH NO DATA")
             with cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
                 for item in rows:
-                    key, row = item if self.update else (None, item)
-                    values = [row[name] for name in names]
-                    if self.update:
-                        values.insert(0, key)
-                    for i in json:
+                    values = self._values(item)
+                    for i in self.json_at:
                         if values[i] is not None:
                             values[i] = orjson.dumps(values[i]).decode()
                     copy.write_row(values)
@@ -143,18 +143,14 @@ class RawInsert:
         if connection.vendor == "postgresql":
             self._run_copy(connection, rows)
             return
-        names = [f.name for f in self.fields]
         params = []
         for item in rows:
-            key, row = item if self.update else (None, item)
-            if self.prepared:
-                row = dict(row)
-                for name, f in self.prepared:
-                    row[name] = f.get_db_prep_save(row[name], connection)
-            params.append([key, *(row[name] for name in names)] if self.update
-                          else [row[name] for name in names])
-        width = len(names) + (1 if self.update else 0)
-        per_statement = max(1, (connection.features.max_query_params or 30_000) // width)
+            values = self._values(item)
+            for i, f in self.prepared_at:
+                values[i] = f.get_db_prep_save(values[i], connection)
+            params.append(values)
+        per_statement = max(1, (connection.features.max_query_params or 30_000)
+                            // len(self.inserted))
         with connection.cursor() as cursor:
             for start in range(0, len(params), per_statement):
                 chunk = params[start:start + per_statement]
