@@ -38,17 +38,12 @@ django.setup()
 
 from benchkit import (cluster_pods, core_api as api, line, percentile, served_cluster,  # noqa: E402
                       sync)
+from bind_bench import cpu_seconds  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from dashboard.feed.decoder import DecoderProcess  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
 from dashboard.feed.reflector import Reflector  # noqa: E402
 from dashboard.feed.runner import list_for_comparison, tune_gc  # noqa: E402
-
-
-def process_cpu(pid) -> float:
-    """CPU seconds (user + system) a process of this machine has used (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Recorder:
@@ -80,7 +75,7 @@ def bench_comparison(owner, decoder):
     decoder process, compared in the owner's thread. CPU of each process, and the owner's
     peak memory (ru_maxrss never falls: a rise is this comparison's)."""
     rss, cpu = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
-    decoder_cpu, started = process_cpu(decoder.process.pid), time.perf_counter()
+    decoder_cpu, started = cpu_seconds(decoder.process.pid), time.perf_counter()
     request = list_for_comparison(decoder, threading.Event())
     owner.apply(request)
     seconds = time.perf_counter() - started
@@ -89,7 +84,7 @@ def bench_comparison(owner, decoder):
     line("lists taken and compared, wall", f"{seconds:>10.1f} s")
     line("  CPU of this process (the owner's)", f"{time.process_time() - cpu:>10.1f} s")
     line("  CPU of the decoder process",
-         f"{process_cpu(decoder.process.pid) - decoder_cpu:>10.1f} s")
+         f"{cpu_seconds(decoder.process.pid) - decoder_cpu:>10.1f} s")
     line("  rise of this process's peak memory",
          f"{(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024:>10.0f} MB")
 
@@ -114,7 +109,7 @@ def bench_watch_rate(kubeconfig, pods, decoded):
     while not (first := owner.drain_feed(limit=20000)) and alive():
         time.sleep(0.001)
     start, cpu = time.perf_counter(), time.process_time()
-    decoder_cpu = process_cpu(feed.process.pid) if decoded else None
+    decoder_cpu = cpu_seconds(feed.process.pid) if decoded else None
     total = [0]
 
     def applied_all():
@@ -124,7 +119,7 @@ def bench_watch_rate(kubeconfig, pods, decoded):
         time.sleep(0.001)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     if decoded:
-        decoder_cpu = process_cpu(feed.process.pid) - decoder_cpu
+        decoder_cpu = cpu_seconds(feed.process.pid) - decoder_cpu
     feed.stop()
     print("watch events applied to the cache, over HTTP")
     line(f"{total[0]} synthetic ADDED events (watch from resourceVersion 0; "
