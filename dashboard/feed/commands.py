@@ -28,6 +28,8 @@ import orjson
 import redis
 from django.conf import settings
 
+from dashboard.redis_outage import UNREACHABLE
+
 log = logging.getLogger(__name__)
 
 COMMANDS_KEY = "schedview:owner:commands"
@@ -171,15 +173,21 @@ class CommandServer:
 
     def serve(self, timeout: float, limit: int = 1000) -> int:
         """Wait up to `timeout` seconds for a command, then take up to `limit` queued ones
-        without blocking, run and answer them; returns how many were taken off the list."""
+        without blocking, run and answer them; returns how many were taken off the list.
+        Raises redis's ConnectionError or TimeoutError when Redis fails it; a command
+        already taken off the list then still runs (unanswered)."""
         client = self.client or redis_client()
+        lost = None     # Redis failing after a command was taken: that command still runs
         if timeout > 0:
             first = client.blpop([COMMANDS_KEY], timeout=timeout)
             if first is None:
                 return 0
             raws = [first[1]]
             if limit > 1:
-                raws.extend(client.lpop(COMMANDS_KEY, limit - 1) or ())
+                try:
+                    raws.extend(client.lpop(COMMANDS_KEY, limit - 1) or ())
+                except UNREACHABLE as error:
+                    lost = error
         else:
             raws = client.lpop(COMMANDS_KEY, limit) or []
         replies = []
@@ -187,13 +195,15 @@ class CommandServer:
             answer = self._run(raw)
             if answer is not None:
                 replies.append(answer)
-        if replies:
+        if replies and lost is None:
             pipe = client.pipeline(transaction=False)
             for command_id, body in replies:
                 key = reply_key(command_id)
                 pipe.lpush(key, body)
                 pipe.expire(key, REPLY_TTL)
             pipe.execute()
+        if lost is not None:
+            raise lost
         return len(raws)
 
     def _run(self, raw: bytes):

@@ -25,6 +25,7 @@ from dashboard.feed.commands import CommandError, CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
+from dashboard.redis_outage import RedisBackoff
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,7 @@ class CacheOwner:
         self._listing = {}            # kind -> (keys, annotated pods) of a paged list so far
         self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
+        self.redis_backoff = RedisBackoff("cache owner")   # every call of the loop to Redis
         self.seq_base = seq_base      # sequence numbers continue across owners
         self.epoch = epoch            # stamped on every row this owner writes
         self.pending = {}             # uid -> pod: unbound pods the cache does not hold
@@ -155,12 +157,13 @@ class CacheOwner:
         self._cause, self._actor = cause, actor
 
     # --- the feed ----------------------------------------------------------------------------
-    def drain_feed(self, limit=5000) -> int:
-        """Apply queued feed items until `limit` events are done; returns how many."""
+    def drain_feed(self, limit=5000, wait=0.0) -> int:
+        """Apply queued feed items until `limit` events are done, waiting up to `wait`
+        seconds for the first; returns how many."""
         done = 0
         while done < limit:
             try:
-                item = self.feed.get_nowait()
+                item = self.feed.get(timeout=wait) if wait and not done else self.feed.get_nowait()
             except queue.Empty:
                 break
             done += self.apply(item)
@@ -618,11 +621,12 @@ class CacheOwner:
         elif publish is not None:
             publish()
         if self.redis is not None:
+            # While Redis is unreachable the status waits for the flush after it answers
+            # again: it says everything up to then, and the sequence number stays the latest.
             pipe = self.redis.pipeline()
             pipe.set(STATUS_KEY, orjson.dumps(dict(status, at=self.clock())), ex=STATUS_TTL)
-            if published:
-                pipe.set(SEQ_KEY, status["seq"])
-            pipe.execute()
+            pipe.set(SEQ_KEY, status["seq"])
+            self.redis_backoff.attempt(pipe.execute)
         return len(events)
 
     def _rows(self, batch):

@@ -2,8 +2,10 @@
 
 One thread applies everything in small steps; the reflectors run in threads of
 their own and only hand items to the owner's queue; the writer thread only
-writes rows. The loop renews the leader lease every second and stops (so a
-standby takes over) the moment the lease is lost.
+writes rows. The loop renews the leader lease every second; while Redis is
+unreachable it keeps the cache current, and stops acting as leader before the lease
+could have passed to another owner (see leader.py); it stops (the process stands
+by again) the moment another owner took the lease.
 """
 import gc
 import logging
@@ -133,7 +135,7 @@ def listen_for_scheduler(calls: OwnerCalls):
     return listener.start()
 
 
-def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
+def step(owner: CacheOwner, deadlines: dict, lease=None, clock=time.time,
          calls: OwnerCalls = None) -> bool:
     """One turn of the loop; returns whether it found work.
 
@@ -142,7 +144,14 @@ def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
     on the calls, and looks at Redis's commands when kube-scheduler pauses (IDLE_WAIT)
     or every COMMAND_PERIOD, not every turn: each look's round trip held a waiting filter
     (70% of the owner's time in bench/extender_bench.py --http, and Redis's slow
-    moments made the filter's p99). Otherwise it waits on Redis, as without calls."""
+    moments made the filter's p99). Otherwise it waits on Redis, as without calls.
+
+    With a `lease` (LeaderLease) no longer held, it only applies the feed (`in_doubt`).
+    While Redis is unreachable, the owner's tries at it are spaced by its backoff, and
+    it waits on the feed instead."""
+    if lease is not None and not lease.held():
+        return in_doubt(owner, deadlines, lease, clock)
+    redis = owner.redis_backoff
     served = calls.serve() if calls is not None else 0
     now = clock()
     if served:
@@ -150,12 +159,15 @@ def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
     applied = owner.drain_feed(limit=FEED_CHUNK if calls is not None else 5000)
     if now < deadlines.get("calling", 0.0):
         if now >= deadlines.get("commands", 0.0):
-            served += owner.commands.serve(timeout=0)
+            served += redis.attempt(owner.commands.serve, timeout=0)[1] or 0
             deadlines["commands"] = now + COMMAND_PERIOD
         if not (applied or served) and not calls.wait(IDLE_WAIT):
             deadlines["commands"] = 0.0     # kube-scheduler paused: Redis's turn
     else:
-        served += owner.commands.serve(timeout=0 if applied else IDLE_WAIT)
+        tried, taken = redis.attempt(owner.commands.serve, timeout=0 if applied else IDLE_WAIT)
+        served += taken or 0
+        if not (tried or applied):
+            applied = owner.drain_feed(wait=IDLE_WAIT)
     now = clock()
     if now >= deadlines["flush"]:
         owner.flush()
@@ -163,15 +175,35 @@ def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
     if now >= deadlines["snapshot"]:
         owner.take_snapshot()
         deadlines["snapshot"] = now + SNAPSHOT_PERIOD
-    if lock is not None and now >= deadlines["renew"]:
-        if not lock.renew():
-            raise LeadershipLost("the leader lease was lost; stopping so the standby takes over")
-        deadlines["renew"] = now + RENEW_PERIOD
+    keep_lease(owner, deadlines, lease, now)
     return bool(applied or served)
 
 
-def run(stop: threading.Event, redis, lock=None, clock=time.time):
-    """Own the cache until `stop` is set or the lease is lost."""
+def in_doubt(owner: CacheOwner, deadlines: dict, lease, clock=time.time) -> bool:
+    """A turn while the lease may have passed to another owner (Redis unreachable past
+    its margin): the cache keeps up with the watch, and nothing is acted on (no calls,
+    no commands, no binds, no flushes: the transitions wait, in order, in the owner,
+    and the first flush after the lease is back writes and publishes them all)."""
+    applied = owner.drain_feed(wait=IDLE_WAIT)
+    keep_lease(owner, deadlines, lease, clock())
+    return bool(applied)
+
+
+def keep_lease(owner: CacheOwner, deadlines: dict, lease, now: float):
+    """Extend the lease every RENEW_PERIOD (while Redis is unreachable, at its backoff's
+    pace); raises LeadershipLost when another owner took it."""
+    if lease is None or now < deadlines["renew"]:
+        return
+    tried, renewed = owner.redis_backoff.attempt(lease.renew)
+    if tried and not renewed:
+        raise LeadershipLost("the leader lease was lost to another owner; standing by")
+    if tried:
+        deadlines["renew"] = now + RENEW_PERIOD
+
+
+def run(stop: threading.Event, redis, lease=None, clock=time.time):
+    """Own the cache until `stop` is set or the lease (a LeaderLease) is lost
+    (LeadershipLost). Serves kube-scheduler only while it holds the lease."""
     tune_gc()
     tune_switching()
     writer = ProjectionWriter().start()
@@ -191,22 +223,31 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
     listener, listen_at = None, 0.0
     try:
         while not stop.is_set():
-            step(owner, deadlines, lock, clock, calls)
+            step(owner, deadlines, lease, clock, calls)
             if not frozen and all(owner.synced.values()) and owner.feed.empty():
                 settle_heap()
                 frozen = True
                 log.info("synced: %d nodes, %d pods", owner.cache.node_count(),
                          owner.cache.pod_count())
-            if frozen and calls is not None and listener is None and clock() >= listen_at:
+            leading = lease is None or lease.held()
+            if listener is not None and not leading:
+                log.warning("the leader lease is in doubt: kube-scheduler's extender closed "
+                            "until it is held again")
+                listener.close()
+                listener, listen_at = None, 0.0
+            if (leading and frozen and calls is not None and listener is None
+                    and clock() >= listen_at):
                 listener = listen_for_scheduler(calls)
                 listen_at = clock() + LISTEN_RETRY
     finally:
-        stop.set()
         if listener is not None:
             listener.close()
         if calls is not None:
             calls.close()
-        owner.flush()
+        if lease is None or lease.held():
+            owner.flush()       # never written past the lease: another owner may lead
         writer.close()
+        if owner.publisher is not None:
+            owner.publisher.close()
         decoder.stop()
     return owner

@@ -20,6 +20,7 @@ from kubernetes import client
 from dashboard.pools.claimer import ApiClaimer
 from dashboard.pools.feed import PoolFeed, pool_reflector
 from dashboard.pools.transport import STATUS_KEY, ClaimServer
+from dashboard.redis_outage import RedisBackoff
 from warmpool import PoolScheduler
 
 log = logging.getLogger("dashboard.pools")
@@ -51,6 +52,7 @@ class PoolsProcess:
                                         self.feed, self.stop)
         self.claims = ClaimServer(lambda: dict(self.feed.schedulers), redis)
         self.redis = redis
+        self.redis_backoff = RedisBackoff("pools")
         self.layer = layer
         self._shown = None
 
@@ -63,10 +65,13 @@ class PoolsProcess:
         next_publish = 0.0
         try:
             while not stop.is_set():
-                if not self.claims.serve(SERVE_WAIT) and not self.feed.schedulers:
+                # While Redis is unreachable the schedulers go on with the claims they
+                # hold; serving and publishing resume at the backoff's pace.
+                served = self.redis_backoff.attempt(self.claims.serve, SERVE_WAIT)[1]
+                if not served and (self.redis_backoff.down or not self.feed.schedulers):
                     stop.wait(SERVE_WAIT)
                 if time.monotonic() >= next_publish:
-                    self.publish()
+                    self.redis_backoff.attempt(self.publish)
                     next_publish = time.monotonic() + PUBLISH_INTERVAL
         finally:
             self.shutdown()
@@ -80,10 +85,10 @@ class PoolsProcess:
         shown = panel_fingerprint(statuses)
         counting_down = any(s["reservations"] for s in statuses.values())
         if shown != self._shown or counting_down:
-            self._shown = shown
             layer = self.layer or get_channel_layer()
             async_to_sync(layer.group_send)(POOLS_GROUP, {"type": "cache.events", "events": [],
                                                           "pools": True})
+            self._shown = shown     # only once sent: a send Redis failed is sent again
 
     def shutdown(self) -> None:
         """Fail what waits ("no idle pods"), drain the claims in flight, stop watching."""
@@ -92,4 +97,4 @@ class PoolsProcess:
         for scheduler in list(self.feed.schedulers.values()):
             if not scheduler.shutdown(timeout=15):
                 log.warning("pool %s: claims still in flight at shutdown", scheduler.pool)
-        self.redis.delete(STATUS_KEY)
+        self.redis_backoff.attempt(self.redis.delete, STATUS_KEY)

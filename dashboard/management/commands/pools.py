@@ -5,12 +5,13 @@ import logging
 import signal
 import threading
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from dashboard import kube
-from dashboard.feed.commands import redis_client
 from dashboard.pools.demand import parse_demand, run_demand
 from dashboard.pools.runner import PoolsProcess
+from dashboard.redis_outage import fail_fast_layer, loop_client
 
 
 class Command(BaseCommand):
@@ -34,10 +35,10 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        process = PoolsProcess(kube.api_client().configuration, redis_client(),
+        process = PoolsProcess(kube.api_client().configuration, loop_client(settings.REDIS_URL),
                                capacity=capacity, max_inflight=max_inflight,
                                reservation_ttl=reservation_ttl,
-                               idle_notify_delay=idle_notify_delay)
+                               idle_notify_delay=idle_notify_delay, layer=fail_fast_layer())
         run_demand(process.feed.scheduler, demand, stop)
         self.stdout.write("pools: watching pool pods, serving claims")
         self.stdout.flush()

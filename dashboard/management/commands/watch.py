@@ -1,7 +1,7 @@
 """`manage.py watch`: the cache owner (list + watch the cluster, serve commands, publish).
 
 Several may run: one holds the leader lease and owns the cache, the others
-wait and take over within seconds when it dies.
+wait and take over within seconds when it dies. None exits because Redis went away.
 """
 import logging
 import os
@@ -9,13 +9,17 @@ import signal
 import socket
 import threading
 
-from django.core.management.base import BaseCommand, CommandError
+from django import db
+from django.conf import settings
+from django.core.management.base import BaseCommand
 
 from dashboard.feed import runner
-from dashboard.feed.commands import redis_client
-from dashboard.feed.leader import LeaderLock
+from dashboard.feed.leader import LeaderLease
+from dashboard.redis_outage import UNREACHABLE, loop_client
 
 log = logging.getLogger("dashboard.feed")
+
+RESTART_PAUSE = 1.0     # seconds before standing by again after a failed start
 
 
 class Command(BaseCommand):
@@ -30,17 +34,28 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
-        redis = redis_client()
-        lock = LeaderLock(redis, holder=options["id"])
-        self.stdout.write(f"{options['id']}: waiting for the leader lease", ending="\n")
+        redis = loop_client(settings.REDIS_URL)
+        lease = LeaderLease(redis, holder=options["id"])
+        # A lost lease or a Redis outage at the wrong moment sends this owner back to
+        # standing by, never out: it stops only when told to.
+        while not stop.is_set():
+            self.say(f"{options['id']}: waiting for the leader lease")
+            if not lease.wait(stop):
+                return
+            self.say(f"{options['id']}: leader; owning the cache")
+            try:
+                runner.run(stop, redis, lease)
+            except runner.LeadershipLost as exc:
+                log.warning("%s", exc)
+            except (*UNREACHABLE, db.Error) as exc:
+                # Redis or the database failing while the owner starts (its sequence
+                # numbers) or stops: stand by again, after a pause.
+                log.warning("the cache owner failed on %s: %s; standing by",
+                            type(exc).__name__, exc)
+                stop.wait(RESTART_PAUSE)
+            finally:
+                lease.release()
+
+    def say(self, line):
+        self.stdout.write(line, ending="\n")
         self.stdout.flush()
-        if not lock.acquire(stop):
-            return
-        self.stdout.write(f"{options['id']}: leader; owning the cache", ending="\n")
-        self.stdout.flush()
-        try:
-            runner.run(stop, redis, lock)
-        except runner.LeadershipLost as exc:
-            raise CommandError(str(exc)) from None
-        finally:
-            lock.release()
