@@ -188,3 +188,22 @@ if SCHEDVIEW_SCHEDULE_PERIOD > 0:
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# A task is acknowledged once it ran, and a worker that dies (SIGKILL, OOM, node loss)
+# leaves its messages unacknowledged in Redis: kombu hands them out again
+# SCHEDVIEW_BIND_REDELIVERY seconds after they were delivered (its visibility timeout,
+# an hour by default), looking every 2 s. A message must never outlive it while its task
+# still runs (it would run twice): each worker process holds one message at a time
+# (prefetch 1), and a bind task stops itself within the timeout (tasks.BIND_TIME_LIMIT).
+SCHEDVIEW_BIND_REDELIVERY = env.float("SCHEDVIEW_BIND_REDELIVERY", default=30.0)
+if SCHEDVIEW_BIND_REDELIVERY < 5:
+    raise ImproperlyConfigured("SCHEDVIEW_BIND_REDELIVERY must be at least 5 seconds, not "
+                               f"{SCHEDVIEW_BIND_REDELIVERY}")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Without the broker a running task could not be acknowledged, so it comes back anyway.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": SCHEDVIEW_BIND_REDELIVERY,
+                                   "unacked_restore_interval": 2,
+                                   "unacked_restore_throttle": 1}

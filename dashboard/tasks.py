@@ -20,9 +20,12 @@ command list in Redis keeps them until an owner serves them, so a busy or failin
 owner delays them but cannot lose them, and a bind worker never waits on the owner.
 
 Delivery: bind tasks are acknowledged late (after they ran) and requeued if their
-worker process dies, so a crash cannot lose a bind (which would leave the pod
-assumed, its binding never finished, forever). Running a bind twice is harmless
-by construction: the second POST gets 409 and the read-back above decides.
+worker process dies, or handed out again SCHEDVIEW_BIND_REDELIVERY seconds after a
+whole worker died holding them (settings), so a crash cannot lose a bind (which
+would leave the pod assumed, its binding never finished). A bind task stops within
+that time (BIND_TIME_LIMIT), so it never runs while its message is handed out again;
+pods a batch had no time for are retried one by one. Running a bind twice is still
+harmless: the second POST gets 409 and the read-back above decides.
 """
 import logging
 import os
@@ -30,6 +33,7 @@ import time
 
 import orjson
 from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
@@ -42,6 +46,9 @@ from dashboard.feed.commands import send, send_many
 log = logging.getLogger(__name__)
 
 FINISH, FORGET, RETRY = "finish", "forget", "retry"
+# Seconds a bind task may run: it is told to stop (SoftTimeLimitExceeded) at the first,
+# killed at the second, both before its message could be handed out again.
+BIND_TIME_LIMIT = (settings.SCHEDVIEW_BIND_REDELIVERY * 0.6, settings.SCHEDVIEW_BIND_REDELIVERY * 0.8)
 
 
 # -- the Kubernetes client, one per worker process ------------------------------------------
@@ -77,6 +84,8 @@ def bind_once(uid: str, namespace: str, name: str, node: str) -> tuple[str, str]
     """POST one Binding and read back on a conflict: (FINISH | FORGET | RETRY, reason)."""
     try:
         return _bind_once(uid, namespace, name, node)
+    except SoftTimeLimitExceeded:
+        raise                # the task's time is up: its caller retries the pod
     except Exception as e:   # a bug or a broken kubeconfig: retried, then forgotten, never lost
         log.exception("bind %s/%s -> %s failed unexpectedly", namespace, name, node)
         return RETRY, f"binding failed: {type(e).__name__}: {e}"
@@ -171,11 +180,15 @@ def _settle(uid, namespace, name, node, attempt, outcome, reason):
 
 
 @shared_task(name="dashboard.tasks.bind_pod", ignore_result=True, acks_late=True,
-             reject_on_worker_lost=True)
+             reject_on_worker_lost=True, soft_time_limit=BIND_TIME_LIMIT[0],
+             time_limit=BIND_TIME_LIMIT[1])
 def bind_pod(uid: str, namespace: str, name: str, node: str, attempt: int = 1) -> str:
     """Bind one assumed pod and tell the owner; returns "finish" or "forget" (what the
     owner was told), or "retry" (another attempt is queued)."""
-    outcome, reason = bind_once(uid, namespace, name, node)
+    try:
+        outcome, reason = bind_once(uid, namespace, name, node)
+    except SoftTimeLimitExceeded:
+        outcome, reason = RETRY, "the bind task ran out of time"
     command = _settle(uid, namespace, name, node, attempt, outcome, reason)
     if command is None:
         return RETRY
@@ -185,19 +198,27 @@ def bind_pod(uid: str, namespace: str, name: str, node: str, attempt: int = 1) -
 
 
 @shared_task(name="dashboard.tasks.bind_pods", ignore_result=True, acks_late=True,
-             reject_on_worker_lost=True)
+             reject_on_worker_lost=True, soft_time_limit=BIND_TIME_LIMIT[0],
+             time_limit=BIND_TIME_LIMIT[1])
 def bind_pods(batch: list) -> dict:
     """Bind many assumed pods, [[uid, namespace, name, node], ...], in one task: one
     Celery message and one RPUSH of their commands instead of one of each per pod.
-    Failures are retried one by one (bind_pod, attempt 2). Returns outcome counts."""
+    Failures, and the pods left when the task's time runs out, are retried one by one
+    (bind_pod, attempt 2). Returns outcome counts."""
     commands, counts = [], {FINISH: 0, FORGET: 0, RETRY: 0}
-    for uid, namespace, name, node in batch:
-        outcome, reason = bind_once(uid, namespace, name, node)
-        counts[outcome] += 1
-        command = _settle(uid, namespace, name, node, 1, outcome, reason)
-        if command is not None:
-            commands.append(command)
-    send_many(commands, actor="bind", wait=False, timeout=None)
+    done = 0
+    try:
+        for uid, namespace, name, node in batch:
+            outcome, reason = bind_once(uid, namespace, name, node)
+            commands.append(_settle(uid, namespace, name, node, 1, outcome, reason))
+            counts[outcome] += 1
+            done += 1
+    except SoftTimeLimitExceeded:
+        for uid, namespace, name, node in batch[done:]:
+            commands.append(_settle(uid, namespace, name, node, 1, RETRY,
+                                    "the bind task ran out of time"))
+            counts[RETRY] += 1
+    send_many([c for c in commands if c is not None], actor="bind", wait=False, timeout=None)
     return counts
 
 
