@@ -26,6 +26,8 @@ from typing import Callable
 
 import orjson
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
 from django.conf import settings
 
 from dashboard.redis_outage import UNREACHABLE
@@ -33,6 +35,7 @@ from dashboard.redis_outage import UNREACHABLE
 log = logging.getLogger(__name__)
 
 COMMANDS_KEY = "schedview:owner:commands"
+STATUS_KEY = "schedview:owner:status"   # the leading owner's counters, for the pages (JSON)
 REPLY_PREFIX = "schedview:owner:reply:"
 REPLY_TTL = 60          # seconds a reply waits for its sender before Redis drops it
 REPLY_GRACE = 0.25      # seconds a sender keeps waiting past its command's deadline
@@ -72,8 +75,11 @@ def redis_client() -> redis.Redis:
     key = (os.getpid(), settings.REDIS_URL)
     client = _clients.get(key)
     if client is None:
-        client = _clients[key] = redis.Redis.from_url(settings.REDIS_URL,
-                                                      socket_connect_timeout=5)
+        # A few quick retries for a dropped connection (Redis restarted), not redis-py's
+        # default ten with pauses up to a second: a page must say "Redis is down" promptly.
+        client = _clients[key] = redis.Redis.from_url(
+            settings.REDIS_URL, socket_connect_timeout=5,
+            retry=Retry(ExponentialWithJitterBackoff(cap=0.2, base=0.02), retries=2))
     return client
 
 
@@ -104,10 +110,27 @@ def send(op: str, args: dict | None = None, *, actor: str = "system",
         client.rpush(COMMANDS_KEY, orjson.dumps(msg))
         popped = client.blpop([reply_key(msg["id"])], timeout=timeout + REPLY_GRACE)
     except redis.RedisError as e:
-        raise OwnerUnavailable(f"cannot reach Redis: {e}") from e
+        raise unanswered(client, op, timeout, e) from e
     if popped is None:
-        raise OwnerUnavailable(f"the cache owner did not answer {op!r} within {timeout:g}s")
+        raise unanswered(client, op, timeout)
     return _result(popped[1])
+
+
+def unanswered(client, op: str, timeout: float, error: Exception = None) -> OwnerUnavailable:
+    """Why a command got no reply, naming the cause rather than the symptom: Redis down
+    (it does not answer a PING either), no owner leading (none publishes its status),
+    or a leading owner too busy to answer in time."""
+    try:
+        client.ping()
+        leading = client.exists(STATUS_KEY)
+    except redis.RedisError as down:
+        return OwnerUnavailable(f"cannot reach Redis: {down}")
+    if error is not None:
+        return OwnerUnavailable(f"Redis failed on {op!r}: {error}")
+    return OwnerUnavailable(
+        f"the cache owner did not answer {op!r} within {timeout:g}s: "
+        + ("it leads, but is busy" if leading
+           else "no cache owner is leading (is `manage.py watch` running?)"))
 
 
 def send_many(commands: list, *, actor: str = "system", timeout: float | None = 5.0,
@@ -133,8 +156,7 @@ def send_many(commands: list, *, actor: str = "system", timeout: float | None = 
             left = end - time.monotonic()
             popped = client.blpop([reply_key(m["id"])], timeout=max(left, 0.01))
             if popped is None:
-                results.append(OwnerUnavailable(
-                    f"the cache owner did not answer {m['op']!r} within {timeout:g}s"))
+                results.append(unanswered(client, m["op"], timeout))
                 continue
             try:
                 results.append(_result(popped[1]))
@@ -142,7 +164,7 @@ def send_many(commands: list, *, actor: str = "system", timeout: float | None = 
                 results.append(e)
         return results
     except redis.RedisError as e:
-        raise OwnerUnavailable(f"cannot reach Redis: {e}") from e
+        raise unanswered(client, msgs[0]["op"], timeout, e) from e
 
 
 def _result(raw: bytes):

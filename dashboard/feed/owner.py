@@ -21,7 +21,7 @@ import orjson
 from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot, compare
 from schedcache.podinfo import make_pod_info, unpack_pod_info
 
-from dashboard.feed.commands import CommandError, CommandServer
+from dashboard.feed.commands import STATUS_KEY, CommandError, CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
@@ -29,7 +29,6 @@ from dashboard.redis_outage import RedisBackoff
 
 log = logging.getLogger(__name__)
 
-STATUS_KEY = "schedview:owner:status"   # the owner's counters, for the pages (JSON)
 STATUS_TTL = 10                          # seconds: no status means no live owner
 SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
 ROWS_PER_FLUSH = 3000                    # read-model rows built per flush (100 ms)
