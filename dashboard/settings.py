@@ -56,6 +56,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A database that is down: a prompt 503 naming the cause, pages and API alike.
+    "dashboard.database_down.DatabaseDownMiddleware",
     # Every page needs a login; the REST API (its own token/session auth) and the
     # extender (called by kube-scheduler) are marked login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
@@ -95,6 +97,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"schedview-test-{os.getpid()}.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A database that does not answer fails a connection within this many seconds
+    # (libpq's connect_timeout, at least 2), so a page says so at once (database_down.py).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("SCHEDVIEW_DB_CONNECT_TIMEOUT", default=2))
     # SCHEDVIEW_DB_POOL=N keeps up to N connections open in a pool (psycopg's): the web
     # turns it on (asgi.py), whose many short calls each opened one otherwise, and
     # PostgreSQL forks a backend per connection (5-25 ms on a busy 2-core machine). Off
@@ -104,8 +110,11 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if _pool < 0:
         raise ImproperlyConfigured("SCHEDVIEW_DB_POOL must be 0 (no pool) or positive")
     if _pool:
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": 1, "max_size": _pool, "timeout": 30}
+        # A request waits at most SCHEDVIEW_DB_POOL_TIMEOUT seconds for a pooled connection:
+        # while the database is down none comes, and the page must say so promptly.
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": 1, "max_size": _pool,
+            "timeout": env.float("SCHEDVIEW_DB_POOL_TIMEOUT", default=2.0)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL names the Redis of Channels and Celery; redis_settings() derives

@@ -1,13 +1,16 @@
 """Every API error is JSON `{"error": message}` with the status that says why.
 
 Tools branch on the status (400 bad input, 401/403, 404, 409 a refused
-transition, 503 no cache owner) and show the message to people; no error
+transition, 503 no cache owner or no database) and show the message to people; no error
 ever comes back as an HTML page or a traceback.
 """
 import logging
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
+
+from dashboard.database_down import unavailable
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,11 @@ def install(api) -> None:
     @api.exception_handler(HttpError)
     def http_error(request, exc):
         return reply(request, exc.status_code, str(exc))
+
+    @api.exception_handler(OperationalError)
+    @api.exception_handler(InterfaceError)
+    def database_down(request, exc):
+        return unavailable(request, exc)
 
     @api.exception_handler(Exception)
     def crashed(request, exc):

@@ -1,8 +1,11 @@
 """A Redis and a PostgreSQL of a test's own, to stop and start without disturbing the run's."""
 import glob
 import os
+import pwd
+import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 from dashboard import embedded_redis
@@ -43,44 +46,48 @@ def postgres_bin(name: str) -> str:
 
 
 class PrivatePostgres:
-    """A PostgreSQL cluster of its own (initdb in `directory`), on a free TCP port of
-    127.0.0.1, trusting local connections."""
+    """A PostgreSQL cluster of its own (initdb in a fresh temporary directory, removed by
+    `remove`), on a free TCP port of 127.0.0.1, trusting local connections. As root (which
+    PostgreSQL refuses) it runs as `nobody`."""
 
-    def __init__(self, directory: Path):
-        self.data = directory / "pgdata"
+    def __init__(self):
+        self.run_as, self.owner = [], None
+        if os.geteuid() == 0:
+            entry = pwd.getpwnam("nobody")
+            self.run_as, self.owner = ["runuser", "-u", "nobody", "--"], (entry.pw_uid,
+                                                                          entry.pw_gid)
+        self.directory = Path(tempfile.mkdtemp(prefix="schedview-pg-"))
+        if self.owner:
+            os.chown(self.directory, *self.owner)
+        self.data = self.directory / "data"
         self.port = free_port()
         self.url = f"postgres://postgres@127.0.0.1:{self.port}/postgres"
-        env = dict(os.environ)
-        self.run_as = []
-        if os.geteuid() == 0:       # PostgreSQL refuses to run as root
-            self.run_as = ["runuser", "-u", "nobody", "--"]
-        self.env = env
+        self.running = False
 
     def _run(self, *argv):
-        subprocess.run([*self.run_as, *argv], check=True, env=self.env,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, timeout=120)
+        subprocess.run([*self.run_as, *argv], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.STDOUT, timeout=120, cwd=self.directory)
 
     def init(self):
-        self.data.mkdir()
-        if self.run_as:
-            os.chown(self.data, *_nobody())
-            os.chown(self.data.parent, *_nobody())
         self._run(postgres_bin("initdb"), "-D", str(self.data), "-U", "postgres",
                   "-A", "trust", "--no-sync")
         return self.start()
 
     def start(self):
         self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-w", "-l",
-                  str(self.data.parent / "postgres.log"), "-o",
-                  f"-p {self.port} -k {self.data} -c listen_addresses=127.0.0.1 -F",
+                  str(self.directory / "postgres.log"), "-o",
+                  f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -F",
                   "start")
+        self.running = True
         return self
 
     def stop(self):
-        self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        if self.running:
+            self._run(postgres_bin("pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+            self.running = False
 
-
-def _nobody():
-    import pwd
-    entry = pwd.getpwnam("nobody")
-    return entry.pw_uid, entry.pw_gid
+    def remove(self):
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)

@@ -1,0 +1,84 @@
+"""A database that is down, answered at once and by name: a 503 naming the cause.
+
+Without this a page or an API call waited for every query's connection attempt (a
+pool's 30 s each: 270 s for the overview) and then said "internal error". Now the
+first OperationalError or InterfaceError of a request ends it: an HTML page, or
+`{"error": ...}` under /api/, "database unreachable: <cause>", with Retry-After.
+The cause is libpq's last words ("Connection refused", "timeout expired"), not the
+server's address. When the pool only says it had no connection in time, one direct
+connection attempt tells whether the database is down (and why) or merely busy.
+"""
+import logging
+
+import psycopg
+from django.db import InterfaceError, OperationalError, connections
+from django.http import HttpResponse, JsonResponse
+from django.template.loader import render_to_string
+from psycopg_pool import PoolTimeout
+
+log = logging.getLogger(__name__)
+
+DATABASE_ERRORS = (OperationalError, InterfaceError)
+PROBE_TIMEOUT = 2        # seconds (libpq's least) for the direct attempt after a pool timeout
+RETRY_AFTER = 5          # seconds a client should wait
+
+
+def _last_words(error: BaseException) -> str:
+    """The end of libpq's message, without the host and port it names first."""
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return text.rsplit("failed: ", 1)[-1].strip() or type(error).__name__
+
+
+def _probe(alias: str) -> str | None:
+    """Why a pool had no connection: try one directly (None: the database answers)."""
+    params = dict(connections[alias].get_connection_params(), connect_timeout=PROBE_TIMEOUT)
+    try:
+        psycopg.connect(**params).close()
+    except psycopg.Error as error:
+        return _last_words(error)
+    return None
+
+
+def describe(error: BaseException, alias: str = "default") -> str:
+    """What a page says about a database error."""
+    cause = error.__cause__ or error
+    if isinstance(cause, PoolTimeout):
+        down = _probe(alias)
+        if down is None:
+            return ("database busy: no pooled connection was free in time "
+                    "(SCHEDVIEW_DB_POOL_TIMEOUT)")
+        return f"database unreachable: {down}"
+    return f"database unreachable: {_last_words(cause)}"
+
+
+def unavailable(request, error: BaseException) -> HttpResponse:
+    message = describe(error)
+    log.warning("%s %s: %s (%s)", request.method, request.path, message, error)
+    if request.path.startswith("/api/"):
+        response = JsonResponse({"error": message}, status=503)
+    else:
+        response = HttpResponse(render_to_string("database_unavailable.html",
+                                                 {"message": message}), status=503)
+    response["Retry-After"] = str(RETRY_AFTER)
+    return response
+
+
+class DatabaseDownMiddleware:
+    """After AuthenticationMiddleware: loads the session's user itself (the first query of
+    most requests, which would otherwise fail inside a later middleware), and turns a
+    view's database error into the 503 (process_exception)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        try:
+            request.user.is_authenticated
+        except DATABASE_ERRORS as error:
+            return unavailable(request, error)
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, DATABASE_ERRORS):
+            return unavailable(request, exception)
+        return None
