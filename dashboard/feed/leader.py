@@ -6,7 +6,7 @@ holds our token, so an owner that stalled past its lease can never extend or dro
 the next owner's.
 
 Redis can be unreachable. The leader then cannot know whether its lease still
-stands, so it counts the lease as running out MARGIN seconds before the expiry
+stands, so it counts the lease as running out a margin before the expiry
 Redis applies, measured from when its last successful extend was sent: past that
 it stops acting as leader (`held()` is False) before another owner could take the
 lease. Once Redis answers it extends; if the lease expired meanwhile it takes it
@@ -30,9 +30,8 @@ from dashboard.redis_outage import UNREACHABLE, RedisBackoff
 log = logging.getLogger(__name__)
 
 LEASE_KEY = "schedview:owner:leader"
-TERM_KEY = "schedview:owner:term"       # bumped by every owner that takes the lease
 LEASE = 5.0                             # seconds the lease lives without an extend
-MARGIN = 1.0                            # seconds before its expiry a leader steps down
+MARGIN = 1.0            # seconds before its expiry a leader steps down (a fifth of shorter leases)
 
 
 class LeaderLease:
@@ -40,8 +39,10 @@ class LeaderLease:
         self.client = client
         self.lease = lease
         self.clock = clock
+        self.margin = min(MARGIN, lease / 5)
         self.token = f"{holder or 'owner'}:{uuid.uuid4().hex}"
         self.lock = client.lock(key, timeout=lease, thread_local=False)
+        self.term_key = f"{key}:term"   # bumped by every owner that takes the lease
         self.term = None
         self._held_until = 0.0
 
@@ -50,14 +51,14 @@ class LeaderLease:
         return self.clock() < self._held_until
 
     def _granted(self, sent: float):
-        self._held_until = sent + self.lease - MARGIN
+        self._held_until = sent + self.lease - self.margin
 
     def try_acquire(self) -> bool:
         """Take the lease if nobody holds it (raises redis's ConnectionError when unreachable)."""
         sent = self.clock()
         if not self.lock.acquire(blocking=False, token=self.token):
             return False
-        self.term = int(self.client.incr(TERM_KEY))
+        self.term = int(self.client.incr(self.term_key))
         self._granted(sent)
         return True
 
@@ -79,7 +80,7 @@ class LeaderLease:
         only if nobody took it since."""
         if not self.lock.acquire(blocking=False, token=self.token):
             return False
-        term = int(self.client.incr(TERM_KEY))
+        term = int(self.client.incr(self.term_key))
         if self.term is None or term != self.term + 1:
             log.warning("the leader lease expired and another owner led since (term %s -> %d)",
                         self.term, term)

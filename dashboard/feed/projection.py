@@ -10,9 +10,11 @@ import logging
 import queue
 import threading
 
-from django.db import close_old_connections, connections, transaction
+from django.db import (InterfaceError, OperationalError, close_old_connections, connections,
+                       transaction)
 import orjson
 import psycopg
+from redis.backoff import ExponentialWithJitterBackoff
 
 from dashboard.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample,
                               Transition)
@@ -29,6 +31,7 @@ TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "f
                      "to_state", "cause", "actor", "generation"]
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
+ATTEMPTS = 4           # tries of a batch that fails for another reason than an outage
 
 
 @dataclass
@@ -203,13 +206,15 @@ class ProjectionWriter:
     flush's publication (`then`) hear of it one commit after the owner let go of it.
     """
 
-    def __init__(self, depth=32):
+    def __init__(self, depth=32, backoff=None):
         self._queue = queue.Queue(maxsize=depth)
         self._thread = threading.Thread(target=self._run, name="projection", daemon=True)
         self.written = 0
         self.failed = 0
         self._idle = threading.Condition()
         self._submitted = 0
+        # pauses between tries while the database is unreachable
+        self._backoff = backoff or ExponentialWithJitterBackoff(cap=5.0, base=0.25)
 
     def start(self):
         self._thread.start()
@@ -236,38 +241,61 @@ class ProjectionWriter:
         self._queue.put(None)
         self._thread.join(timeout)
 
-    def _write_with_retries(self, batch, attempts=4) -> str:
-        """A database blip (restart, failover) must not lose history: retry, then give up loudly."""
-        for attempt in range(1, attempts + 1):
+    def _write_until_done(self, batch, thens, closing):
+        """Write `batch`: (the `then`s of what was written, closing, "written" | "failed").
+
+        While the database is unreachable (OperationalError, InterfaceError) it keeps
+        trying, with backoff, so the history loses nothing of what happened meanwhile;
+        the batches that queue up behind are taken into the one it retries, so the owner
+        never waits on a full queue. Any other failure, or being closed, gives up after
+        ATTEMPTS tries, loudly."""
+        failures = 0
+        while True:
             close_old_connections()
             try:
                 write(batch)
-                return "written"
+                return thens, closing, "written"
+            except (OperationalError, InterfaceError) as error:
+                unreachable = True
+                failures += 1
+                log.warning("the database is unreachable; %d pods, %d nodes, %d transitions "
+                            "wait (try %d): %s", len(batch.pods), len(batch.nodes),
+                            len(batch.transitions), failures, error)
             except Exception:
+                unreachable = False
+                failures += 1
                 log.exception("writing a batch of %d pods, %d nodes, %d transitions failed "
                               "(attempt %d of %d)", len(batch.pods), len(batch.nodes),
-                              len(batch.transitions), attempt, attempts)
-                connections.close_all()
-                if attempt < attempts:
-                    threading.Event().wait(0.5 * 2 ** attempt)
-        return "failed"
+                              len(batch.transitions), failures, ATTEMPTS)
+            connections.close_all()
+            if failures >= ATTEMPTS and (closing or not unreachable):
+                return thens, closing, "failed"
+            threading.Event().wait(self._backoff.compute(failures))
+            if not closing:
+                later, later_thens, closing = self._taken(0, [], [], limit=float("inf"))
+                batch = _merged([batch, *later])
+                thens.extend(later_thens)
 
     def _queued(self, first):
         """`first` and what queued behind it, as one batch; their `then`s in order; and
         whether a close request came after them."""
-        batches, thens = [first[0]], [first[1]]
-        rows = first[0].rows()
-        while rows < MERGED_ROWS:
+        batches, thens, closing = self._taken(first[0].rows(), [first[0]], [first[1]])
+        return _merged(batches), thens, closing
+
+    def _taken(self, rows, batches, thens, limit=MERGED_ROWS):
+        """Add what is queued now to `batches` and `thens`, up to `limit` rows in all;
+        also whether a close request came."""
+        while rows < limit:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
-                return _merged(batches), thens, False
+                return batches, thens, False
             if item is None:
-                return _merged(batches), thens, True
+                return batches, thens, True
             batches.append(item[0])
             thens.append(item[1])
             rows += item[0].rows()
-        return _merged(batches), thens, False
+        return batches, thens, False
 
     def _run(self):
         try:
@@ -277,7 +305,9 @@ class ProjectionWriter:
                 if item is None:
                     return
                 batch, thens, closing = self._queued(item)
-                outcome = self._write_with_retries(batch) if batch else "written"
+                outcome = "written"
+                if batch:
+                    thens, closing, outcome = self._write_until_done(batch, thens, closing)
                 for then in thens:
                     if then is not None:
                         try:

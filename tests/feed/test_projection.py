@@ -1,8 +1,12 @@
 """The writer thread: a writer that fell behind writes what queued as one transaction,
-in order (later rows win, deletes included), and still runs every batch's `then`."""
+in order (later rows win, deletes included), and still runs every batch's `then`; a
+database outage is waited out, and nothing submitted meanwhile is lost."""
 import threading
+import time
 
 import pytest
+from django.db import OperationalError
+from redis.backoff import ExponentialWithJitterBackoff
 
 from dashboard.feed import projection
 from dashboard.feed.projection import Batch, ProjectionWriter
@@ -109,3 +113,35 @@ def test_rows_read_back_as_written_json_times_and_nulls_included():
                            transitions=[transition(7, "again")]))   # upsert; a seq once
     assert (PodRecord.objects.get(uid="a").state, Transition.objects.get(seq=7).key) == (
         "Added", "a")
+
+
+def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(monkeypatch):
+    original, down, tries = projection.write, threading.Event(), []
+
+    def write(batch):
+        tries.append(len(batch.transitions))
+        if down.is_set():
+            raise OperationalError("connection refused (test)")
+        original(batch)
+    monkeypatch.setattr(projection, "write", write)
+    down.set()
+    writer = ProjectionWriter(backoff=ExponentialWithJitterBackoff(cap=0.02, base=0.005)).start()
+    order = []
+    try:
+        writer.submit(Batch(pods={"a": row("a", "Added", 1)}, transitions=[transition(1, "a")]),
+                      then=lambda: order.append(1))
+        deadline = time.monotonic() + 10
+        while len(tries) <= projection.ATTEMPTS:      # more tries than any other failure gets
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        writer.submit(Batch(pods={"b": row("b", "Added", 2)}, transitions=[transition(2, "b")]),
+                      then=lambda: order.append(2))
+        assert writer.unwritten() == 2
+        down.clear()
+        assert writer.wait_idle(10)
+    finally:
+        writer.close()
+    assert order == [1, 2] and (writer.written, writer.failed) == (2, 0)
+    assert tries[-1] == 2                              # the later batch went with the first
+    assert sorted(Transition.objects.values_list("seq", flat=True)) == [1, 2]
+    assert sorted(PodRecord.objects.values_list("uid", flat=True)) == ["a", "b"]
