@@ -50,14 +50,19 @@ def reply_key(request_id: str) -> str:
     return REPLY_PREFIX + request_id
 
 
-def read_status(client=None) -> dict | None:
+def published_status(client) -> dict | None:
     """{"at": epoch seconds, "pools": {pool: status}} as last published; None if the pools
-    process is not running (or Redis is down)."""
+    process is not running. Raises redis's errors."""
+    raw = client.get(STATUS_KEY)
+    return orjson.loads(raw) if raw else None
+
+
+def read_status(client=None) -> dict | None:
+    """published_status, or None also when Redis is down."""
     try:
-        raw = (client or redis_client()).get(STATUS_KEY)
+        return published_status(client or redis_client())
     except redis.RedisError:
         return None
-    return orjson.loads(raw) if raw else None
 
 
 # -- the web's side ---------------------------------------------------------------------
@@ -72,7 +77,10 @@ def request_claim(pool: str, options: dict, timeout: float, actor: str, client=N
     except (TypeError, ValueError) as error:
         raise PoolsError(400, str(error)) from None
     client = client or redis_client()
-    status = read_status(client)
+    try:
+        status = published_status(client)
+    except redis.RedisError as error:
+        raise PoolsError(503, f"cannot reach Redis: {error}") from None
     if status is None:
         raise PoolsError(503, "the pool scheduler (manage.py pools) is not running")
     current = status["pools"].get(pool)

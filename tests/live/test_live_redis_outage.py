@@ -1,8 +1,9 @@
 """A 20 s Redis outage under churn, every part a real process on a Redis of the test's own:
-no owner exits, the leader stops serving kube-scheduler before its lease could pass on,
-one owner leads afterwards with the cache it kept, and what happened in the outage is in
-the history."""
+no owner (nor the pools process) exits, the leader stops serving kube-scheduler before its
+lease could pass on, one owner leads afterwards with the cache it kept, and what happened
+in the outage is in the history."""
 import socket
+import sys
 import time
 
 import pytest
@@ -12,6 +13,7 @@ from kubernetes import client, config
 from dashboard.feed.commands import redis_client, send
 from dashboard.feed.leader import LEASE, LEASE_KEY
 from dashboard.models import ComparerRun, Transition
+from dashboard.pools.transport import read_status
 from dashboard.redis_urls import redis_settings
 
 from livestack import Stack, child_env, owner_status, synced_owner, wait_for
@@ -31,8 +33,9 @@ def outage_stack(transactional_db, tmp_path):
     try:
         with override_settings(**redis_settings(redis.url)):
             stack.cluster(kubeconfig, "--nodes", "6", "--pods", "60", "--zones", "2",
-                          "--bookmark-interval", "1", "--history", "5000")
+                          "--bookmark-interval", "1", "--history", "5000", "--pools", "web=4")
             stack.celery()
+            stack.start("pools", [sys.executable, "manage.py", "pools"])
             yield stack, redis
     finally:
         stack.stop_all()
@@ -54,11 +57,12 @@ def alive(stack, names):
 
 def test_owners_ride_out_a_redis_outage_under_churn(outage_stack):
     stack, redis = outage_stack
-    owners = ("owner-a", "owner-b")
+    owners = ("owner-a", "owner-b", "pools")
     stack.owner("owner-a")
     synced_owner()
     stack.owner("owner-b")
     wait_for(lambda: "waiting for the leader lease" in stack.log("owner-b"), 30, "the standby")
+    wait_for(lambda: (read_status() or {}).get("pools", {}).get("web"), 30, "the pools' status")
     listener = stack.env["SCHEDVIEW_EXTENDER_ADDRESS"]
     stack.extender()
     stack.control("churn", {"rate": 20, "scheduler": True})
@@ -85,6 +89,8 @@ def test_owners_ride_out_a_redis_outage_under_churn(outage_stack):
     assert alive(stack, owners) == dict.fromkeys(owners)
     assert status["seq"] > seq_before
     stack.extender()            # kube-scheduler is served again
+    redis_client().delete("schedview:pools:status")
+    wait_for(lambda: read_status(), 10, "the pools process to publish again")
 
     # What the owner applied while Redis was down reached the history once it came back.
     outage_rows = Transition.objects.filter(seq__gt=seq_before)
