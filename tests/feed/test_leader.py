@@ -113,25 +113,17 @@ def test_an_unreachable_redis_is_an_error_the_backoff_spaces_tries_at(key):
     assert not backoff.down and backoff.ready()
 
 
-def test_a_standby_stops_waiting_when_told(key):
+@pytest.mark.parametrize("ending, outcome", [("stop", False), ("release", True)])
+def test_a_standby_waits_until_the_lease_is_free_or_it_is_told_to_stop(key, ending, outcome):
     a, b = lease(key, "a"), lease(key, "b")
     assert a.try_acquire()
     stop = threading.Event()
     result = []
     waiter = threading.Thread(target=lambda: result.append(b.wait(stop, poll=0.05)))
     waiter.start()
-    stop.set()
+    if ending == "stop":
+        stop.set()
+    else:
+        a.release()
     waiter.join(5)
-    assert result == [False]
-
-
-def test_a_standby_takes_the_lease_once_it_is_free(key):
-    a, b = lease(key, "a"), lease(key, "b")
-    assert a.try_acquire()
-    stop = threading.Event()
-    result = []
-    waiter = threading.Thread(target=lambda: result.append(b.wait(stop, poll=0.05)))
-    waiter.start()
-    a.release()
-    waiter.join(5)
-    assert result == [True] and b.held()
+    assert result == [outcome] and b.held() is outcome
