@@ -19,8 +19,8 @@ from dashboard.models import (AuditAction, ComparerRun, NodeRecord, PodRecord, S
 
 log = logging.getLogger(__name__)
 
-POD_FIELDS = ["namespace", "name", "node", "zone", "state", "binding_finished", "deadline",
-              "phase", "resource_version", "labels", "milli_cpu", "memory", "priority", "seq",
+POD_FIELDS = ["namespace", "name", "node", "zone", "state", "binding_finished", "assumed_at",
+              "deadline", "phase", "resource_version", "labels", "milli_cpu", "memory", "priority", "seq",
               "changed_at", "owner_epoch"]
 NODE_FIELDS = ["zone", "tree_index", "has_node", "generation", "pods", "requested",
                "non_zero_requested", "allocatable", "host_ports", "images", "changed_at",
