@@ -51,6 +51,14 @@ class Usage:
         return _percent(self.requested, self.allocatable)
 
     @property
+    def percent_text(self) -> str:
+        """The share as printed: requests on a node with none of the resource allocatable
+        (a GPU pod forced onto a CPU node) are an over-commit, not 0 %."""
+        if not self.allocatable and self.requested:
+            return "over-commit: none allocatable"
+        return f"{self.percent}%"
+
+    @property
     def non_zero_percent(self) -> int:
         return _percent(self.non_zero or 0, self.allocatable)
 

@@ -279,6 +279,8 @@ class AssumeIn(Schema):
     namespace: Name
     name: Name
     node: Name
+    force: bool = Field(False, description="assume even where the scheduling algorithm's "
+                                           "filters refuse the node (recorded in the audit)")
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "examples": [{"namespace": "team-a", "name": "web-7f9c", "node": "node-0003"}]})
 
@@ -288,6 +290,8 @@ class AssumeOut(Schema):
     namespace: str
     name: str
     node: str
+    forced_past: str | None = Field(None, description="with force: why the filters refused "
+                                                      "the node (null when it fits)")
     before: AggregatesOut | None
     after: AggregatesOut | None
     task_id: str = Field(description="the Celery task binding it")

@@ -123,6 +123,7 @@ class CacheOwner:
         self.on_pods_listed = None    # called with every full pod list (the extender restores)
         self.on_pod_deleted = None    # called with the uid of every pod deleted or terminated
         self.scheduler_verbs = {}     # op -> handler: kube-scheduler's, for the owner's listener
+        self.fit_reason = None        # (pod, node) -> why it does not fit, or None (assume)
         self._listing = {}            # kind -> (keys, annotated pods) of a paged list so far
         self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
@@ -499,14 +500,20 @@ class CacheOwner:
             raise CommandError(404, f"pod {uid} is not a pending pod of the cluster")
         if not self._has_node(node):
             raise CommandError(404, f"node {node!r} is not in the cache")
+        meta = pod.get("metadata") or {}
+        placed = dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node))
+        misfit = self.fit_reason(placed, node) if self.fit_reason is not None else None
+        if misfit and not args.get("force"):
+            raise CommandError(409, f"pod {meta.get('namespace')}/{meta.get('name')} does not "
+                                    f"fit on node {node}: {misfit} (force assumes it anyway)")
         before = self._aggregates(node)
         try:
-            self.cache.assume_pod(dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node)))
+            self.cache.assume_pod(placed)
         except CacheError as exc:
             raise CommandError(409, str(exc)) from None
-        meta = pod.get("metadata") or {}
         return {"uid": uid, "namespace": meta.get("namespace"), "name": meta.get("name"),
-                "node": node, "before": before, "after": self._aggregates(node)}
+                "node": node, "forced_past": misfit, "before": before,
+                "after": self._aggregates(node)}
 
     def cmd_finish_binding(self, args, actor):
         uid = self._cached_uid(args)

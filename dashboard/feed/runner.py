@@ -125,10 +125,12 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     binds it makes on its own are published from a thread of their own (BindSender)
     unless `schedule_bind`. kube-scheduler's verbs are `owner.scheduler_verbs`, for the
     owner's listener only."""
-    extender = Extender(owner.cache,
-                        load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache),
-                        PodScheduleStatuses(), schedule_bind or BindSender(publish_binds),
-                        known_pod=owner.known_pod)
+    algorithm = load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache)
+    extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
+                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod)
+    # An operator's or a tool's assume is checked by the same filters (when the algorithm
+    # can say why a pod does not fit; the interface of the seeds does not require it).
+    owner.fit_reason = getattr(algorithm, "fit_reason", None)
     owner.cache.subscribe(extender.on_cache_event)
     owner.on_pods_listed = extender.restore
     owner.on_pod_deleted = extender.released
