@@ -512,8 +512,10 @@ class Extender:
                        for n in nodes}
         log.info("no preemption for pod %s on %d node(s): %s", label, len(nodes),
                  reason_counts(reasons))
-        self._enter(uid, namespace, name)
-        if self.statuses.state(uid) != BINDING:
+        # A pod its filter left Waiting keeps the filter's reasons (why it waits); one never
+        # filtered, or whose preemption is over, waits for these.
+        if self.statuses.state(uid) in (UNKNOWN, PREEMPTING):
+            self._enter(uid, namespace, name)
             self.statuses.wait(uid, namespace, name, reasons)
         return preemption_result({})
 
