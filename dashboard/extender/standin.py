@@ -82,6 +82,8 @@ MIN_CANDIDATE_NODES = 100
 CANDIDATE_PERCENT = 10
 MAX_PRIORITY_SHIFT = 2 ** 31     # victims' priorities are summed shifted positive
 PREEMPTED_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod"
+NO_VICTIMS = "No preemption victims found"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
 
 
 class CallFailed(Exception):
@@ -359,10 +361,8 @@ class StandIn:
                 if len(candidates) >= wanted:
                     break
         if not candidates:
-            return (f"0/{len(records.ordered)} nodes are available: "
-                    f"{len(resolvable)} No preemption victims found, "
-                    f"{len(refused) - len(resolvable)} Preemption is not helpful for "
-                    "scheduling.")
+            return fit_message(len(records.ordered), {
+                name: NO_VICTIMS if name in resolvable else NOT_HELPFUL for name in refused})
         return candidates
 
     def _answered_victims(self, answered, records):

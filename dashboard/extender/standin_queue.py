@@ -13,8 +13,11 @@ What the captures show (../shared/k8s-wire/extender/README.md, "Retry timing"), 
   03a: each victim's deletion), or, rejected by the extender, any change at all,
   its own update included (02 rej-2: kube-scheduler's own status write brought exactly
   one more attempt), or the flush of pods unschedulable for 5 minutes (07: retried
-  5 min 15 s later). Approximated: kube-scheduler asks each rejecting plugin which
-  events matter; here own-filter rejections wake on any pod deletion or node change;
+  5 min 15 s later). Once woken it does not serve a backoff (02: the second attempt
+  came 5 ms after the first; kube-scheduler takes an unschedulable pod out of backoff
+  when it has nothing else to do, never one that failed with an error).
+  Approximated: kube-scheduler asks each rejecting plugin which events matter; here
+  own-filter rejections wake on any pod deletion or node change;
 - the rest go highest priority first, then oldest (kube-scheduler's PrioritySort).
 
 Time is passed in (seconds); the state lives as long as the worker process.
@@ -69,16 +72,10 @@ class SchedulingQueue:
         entry = self._waiting.get(pod["metadata"]["uid"])
         if entry is None:
             return True
-        if now < entry.failed_at + backoff(entry.attempts):
-            return False
         if entry.parked_at is None:
-            return True
+            return now >= entry.failed_at + backoff(entry.attempts)
         return (changes > entry.changes or now - entry.parked_at >= UNSCHEDULABLE_FLUSH
                 or (entry.any_change and _version(pod) != entry.version))
-
-    def attempts(self, pod) -> int:
-        entry = self._waiting.get(pod["metadata"]["uid"])
-        return entry.attempts if entry is not None else 0
 
     def failed(self, pod, now: float) -> float:
         """An error: the pod backs off; returns the seconds it waits."""

@@ -19,7 +19,7 @@ import logging
 import threading
 from collections import deque
 
-from schedcache import Cache
+from schedcache import Cache, CacheError
 from schedcache.events import ADDED, ASSUMED
 from scheduling import DefaultAlgorithm
 
@@ -56,16 +56,16 @@ class ClusterView:
         self._inbox = deque()         # reflector items, appended from their threads
         self._listed = {kind: threading.Event() for kind in ("nodes", "pods")}
         self._synced = set()
-        self._reflectors = [Reflector(api, kind, self._receive, **reflector_options)
-                            for kind in ("nodes", "pods")]
+        self._reflectors = {kind: Reflector(api, kind, self._receive, **reflector_options)
+                            for kind in ("nodes", "pods")}
 
     def start(self) -> "ClusterView":
-        for reflector in self._reflectors:
+        for reflector in self._reflectors.values():
             reflector.start(name=f"standin-{reflector.kind}")
         return self
 
     def stop(self) -> None:
-        for reflector in self._reflectors:
+        for reflector in self._reflectors.values():
             reflector.stop()
 
     def _receive(self, item) -> None:
@@ -81,12 +81,19 @@ class ClusterView:
         inbox = self._inbox
         while inbox:
             item = inbox.popleft()
-            if isinstance(item, Relisted):
-                self._relisted(item)
-            elif item.kind == "nodes":
-                self._node_event(item.type, item.obj)
-            else:
-                self._pod_event(item.type, item.obj)
+            try:
+                if isinstance(item, Relisted):
+                    self._relisted(item)
+                elif item.kind == "nodes":
+                    self._node_event(item.type, item.obj)
+                else:
+                    self._pod_event(item.type, item.obj)
+            except CacheError as exc:
+                # The cache refused an event its state machine cannot take (a pod moved
+                # between nodes, say): skip it rather than stop scheduling, and relist.
+                log.warning("the stand-in's view skipped a %s event (relisting): %s",
+                            item.kind, exc)
+                self._reflectors[item.kind].request_relist()
         if len(self._synced) < 2:
             return False
         self.algorithm.refresh()

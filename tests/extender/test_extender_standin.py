@@ -186,8 +186,7 @@ def test_preempt_is_not_called_without_candidates(world):
     message = next(c for c in pod_of(v1, "high").status.conditions
                    if c.type == "PodScheduled").message
     assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes "
-                       "are available: 1 No preemption victims found, 0 Preemption is not "
-                       "helpful for scheduling.")
+                       "are available: 1 No preemption victims found.")
 
 
 # --- (c) one pod's failure backs off that pod alone ------------------------------------------
@@ -231,6 +230,32 @@ def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world):
             break
     assert tried_at == [1.0, 3.0, 7.0]          # 1, 2, then 4 s after each failure
     assert [v for v, name in extender.verbs("unlucky")] == ["filter", "bind"] * 4
+
+
+@pytest.mark.parametrize("world", [BACKOFF_CLUSTER], indirect=True, ids=["backoff"])
+def test_a_pod_the_extender_filters_out_is_unschedulable_and_tried_once_more(world):
+    """02 rej-2: no node kept is Unschedulable with the extender's reasons, and preemption
+    finds no victims (FailedAndUnresolvableNodes are not even candidates); the pod's own
+    status write brings exactly one more attempt, then it waits for a cluster change."""
+    sim, v1, extender, scheduler = world
+    settle(scheduler, lambda: len(scheduler.view.pending) == 3, "the pending pods")
+    extender.answers["filter"] = lambda body: (200, {
+        "NodeNames": [], "FailedNodes": {"a-1": "extender: busy"},
+        "FailedAndUnresolvableNodes": {"b-1": "extender: forbidden"}}) \
+        if body["Pod"]["metadata"]["name"] == "unlucky" else None
+    assert scheduler.period(now=NOW) == {"bind": 2, "wait": 1, "preempt": 0, "error": 0,
+                                         "victims": 0}
+    condition = next(c for c in pod_of(v1, "unlucky").status.conditions
+                     if c.type == "PodScheduled")
+    assert (condition.reason, condition.message) == (
+        "Unschedulable", "0/2 nodes are available: 1 extender: busy, 1 extender: forbidden. "
+        "preemption: 0/2 nodes are available: 1 No preemption victims found, 1 Preemption "
+        "is not helpful for scheduling.")
+    settle(scheduler, lambda: scheduler.view.pending["uid-unlucky"]["status"].get("conditions"),
+           "its status write")
+    assert scheduler.period(now=NOW + 0.5)["wait"] == 1
+    assert scheduler.period(now=NOW + 60) == dict.fromkeys(standin.OUTCOMES, 0)
+    assert [verb for verb, name in extender.verbs("unlucky")] == ["filter", "filter"]
 
 
 @pytest.mark.parametrize("world", [BACKOFF_CLUSTER], indirect=True, ids=["backoff"])
