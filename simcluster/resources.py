@@ -301,8 +301,8 @@ class Api:
 
     def bind(self, namespace: str, name: str, body: dict, *, copy_topology: bool = True):
         """pods/binding: one write setting nodeName, PodScheduled, the Binding's own
-        annotations (merged, as the real server does) and (for the subresource, not the
-        legacy /bindings) the node's zone and region labels."""
+        annotations (merged, as the real server does), clearing nominatedNodeName, and
+        (for the subresource, not the legacy /bindings) the node's zone and region labels."""
         if (body.get("metadata") or {}).get("name", name) != name:
             raise bad_request("name in URL does not match name in Binding object")
         node_name = (body.get("target") or {}).get("name", "")
@@ -322,6 +322,9 @@ class Api:
                                "Conflict", {"name": name, "kind": "pods/binding"})
             pod["spec"] = ordered({**spec, "nodeName": node_name}, POD_SPEC_ORDER)
             status = pod.get("status") or {}
+            # A bound pod's nomination is over: the API server clears it with the Binding
+            # (extender captures 03a, 03b: nominatedNodeName '' right after the bind).
+            status.pop("nominatedNodeName", None)
             conditions = [c for c in status.get("conditions") or ()
                           if c.get("type") != "PodScheduled"]
             conditions.append({"type": "PodScheduled", "status": "True",

@@ -137,7 +137,8 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
     assert extender.verbs()[1:] == [("filter", "high"), ("bind", "high")]
     assert extender.calls[1][2]["NodeNames"] == ["b-1"]
     assert extender.calls[1][2]["Pod"]["status"]["nominatedNodeName"] == "b-1"
-    assert pod_of(v1, "high").spec.node_name == "b-1"
+    high = pod_of(v1, "high")
+    assert (high.spec.node_name, high.status.nominated_node_name) == ("b-1", None)
     assert pod_of(v1, "low-a-0").metadata.deletion_timestamp is None
 
 
