@@ -228,15 +228,19 @@ class StandIn:
         pending = [p for p in view.pending.values()
                    if (p.get("spec") or {}).get("schedulerName", SCHEDULER_NAME) == SCHEDULER_NAME
                    and not _meta(p).get("deletionTimestamp") and not view.is_assumed(p)]
+        errors = []
         for pod in self.queue.due(pending, view.changes, now)[:limit]:
             try:
                 self._attempt(pod, now)
             except Outcome as outcome:
                 counts[outcome.kind] += 1
                 counts["victims"] += outcome.victims
-        if counts["error"]:
-            log.warning("%d pod(s) failed an attempt and back off (each logged above)",
-                        counts["error"])
+                if outcome.kind == "error":
+                    errors.append(f"{_name(pod)}: {outcome.message}")
+        if errors:
+            # One line a period, however many failed: the first few say why.
+            log.warning("%d pod(s) failed an attempt and back off: %s%s", len(errors),
+                        "; ".join(errors[:3]), "; ..." if len(errors) > 3 else "")
         return counts
 
     # --- one attempt: filters, then bind or preempt ------------------------------------
@@ -433,8 +437,7 @@ class StandIn:
     # --- failures --------------------------------------------------------------------------
     def _error(self, pod, message, now):
         """A failed attempt: backoff, and the pod's condition says SchedulerError (05a)."""
-        wait = self.queue.failed(pod, now)
-        log.info("scheduling %s failed: %s; retrying in %.0f s", _name(pod), message, wait)
+        self.queue.failed(pod, now)
         self._report(pod, "SchedulerError", message, now)
         raise Outcome("error", message)
 

@@ -199,7 +199,7 @@ BACKOFF_CLUSTER = Cluster(
 
 
 @pytest.mark.parametrize("world", [BACKOFF_CLUSTER], indirect=True, ids=["backoff"])
-def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world):
+def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world, caplog):
     """05a: a bind answered with an Error is a failed attempt: the assumption is forgotten,
     the pod backs off 1, 2, 4 s after each failure, and is retried from filter."""
     sim, v1, extender, scheduler = world
@@ -211,8 +211,11 @@ def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world):
             return 200, {"Error": "extender: cannot bind now"}
         return None
     extender.answers["bind"] = bind
-    counts = scheduler.period(now=NOW)
+    with caplog.at_level(logging.WARNING, logger="dashboard.extender.standin"):
+        counts = scheduler.period(now=NOW)
     assert counts == {"bind": 2, "wait": 0, "preempt": 0, "error": 1, "victims": 0}
+    assert ("1 pod(s) failed an attempt and back off: team/unlucky: extender: cannot bind "
+            "now") in caplog.text
     assert pod_of(v1, "second").spec.node_name and pod_of(v1, "third").spec.node_name
     condition = next(c for c in pod_of(v1, "unlucky").status.conditions
                      if c.type == "PodScheduled")
@@ -309,3 +312,21 @@ def test_without_an_extender_address_it_says_so_once_and_does_nothing(settings, 
         assert schedule_pending() == dict.fromkeys(standin.OUTCOMES, 0)
     assert made == []
     assert caplog.text.count("no extender to call") == 1
+
+
+VIEW_CLUSTER = Cluster(nodes=[node("a-1", "zone-a")],
+                       pods=[low("done-soon", "a-1", cpu="3")])
+
+
+@pytest.mark.parametrize("world", [VIEW_CLUSTER], indirect=True, ids=["view"])
+def test_the_view_frees_a_finished_pod_and_counts_it_as_a_cluster_change(world):
+    """kube-scheduler's cache drops a pod that finished; pods waiting for room wake up."""
+    sim, v1, extender, scheduler = world
+    view = scheduler.view
+    settle(scheduler, lambda: "uid-done-soon" in view.pods, "the bound pod")
+    assert view.algorithm.records.by_name["a-1"].free_cpu == 1000
+    changes = view.changes
+    v1.patch_namespaced_pod_status("done-soon", NS, {"status": {"phase": "Succeeded"}})
+    settle(scheduler, lambda: view.changes > changes, "the pod finish")
+    assert view.algorithm.records.by_name["a-1"].free_cpu == 4000
+    assert view.pending == {}
