@@ -389,16 +389,19 @@ class Api:
         meta = obj["metadata"]
         kind = self.store.resources["pods" if "namespace" in meta else "nodes"].kind
         rv, uid = preconditions.get("resourceVersion"), preconditions.get("uid")
+        if uid is not None and uid != meta.get("uid"):
+            # The API server checks a delete's preconditions uid first, then resourceVersion,
+            # in the same words (63f shows the resourceVersion's).
+            raise ApiError(409, f'Operation cannot be fulfilled on {kind} "{meta["name"]}": '
+                                f"the UID in the precondition ({uid}) does not match the UID "
+                                f"in record ({meta.get('uid')}). The object might have been "
+                                "deleted and then recreated", "Conflict",
+                           {"name": meta["name"], "kind": kind})
         if rv is not None and rv != str(entry.rv):
             raise ApiError(409, f'Operation cannot be fulfilled on {kind} "{meta["name"]}": '
                                 f"the ResourceVersion in the precondition ({rv}) does not match "
                                 f"the ResourceVersion in record ({entry.rv}). The object might "
                                 "have been modified", "Conflict",
-                           {"name": meta["name"], "kind": kind})
-        if uid is not None and uid != meta.get("uid"):
-            raise ApiError(409, f'Operation cannot be fulfilled on {kind} "{meta["name"]}": '
-                                f"Precondition failed: UID in precondition: {uid}, UID in "
-                                f"object meta: {meta.get('uid')}", "Conflict",
                            {"name": meta["name"], "kind": kind})
 
     def delete_pods(self, keys: list, grace: int | None = None) -> None:
