@@ -44,6 +44,8 @@ server yet): that attempt is an error, and the pod backs off. Left out:
 PodDisruptionBudgets, nominated pods' room on their node for other pods, scoring (the
 first node the extender keeps is bound), kube-scheduler's inter-pod affinity and
 volume plugins (the `scheduling` library's predicates are the filter plugins here).
+Different: attempts run one after the other, binds included, where kube-scheduler binds
+in the background; a slow bind delays the period's later pods (never fails them).
 
 The door: the owner's listener at SCHEDVIEW_EXTENDER_ADDRESS over one kept-alive
 connection per worker process, as kube-scheduler keeps its connections (the extender
@@ -63,6 +65,7 @@ from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
+from schedcache import CacheError
 from scheduling import predicates, preemption
 from scheduling.podview import PodView
 
@@ -302,7 +305,10 @@ class StandIn:
         return feasible, refused, resolvable
 
     def _bind(self, pod, node, now):
-        assumed = self.view.assume(pod, node)
+        try:
+            assumed = self.view.assume(pod, node)
+        except CacheError as exc:      # its cache holds the pod already: try it again later
+            self._error(pod, f"assume: {exc}", now)
         meta = _meta(pod)
         try:
             answer = self.door.call("bind", {"PodName": meta["name"],
