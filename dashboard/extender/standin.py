@@ -377,7 +377,7 @@ class StandIn:
 
     def _answered_victims(self, answered, records):
         """node -> victims (PodInfos) from preempt's answer, or why there is no preemption."""
-        if not answered:
+        if not answered or not isinstance(answered, dict):
             return "no candidate node for preemption"        # 03d
         chosen = {}
         for name, victims in answered.items():
@@ -401,10 +401,11 @@ class StandIn:
             victims = chosen[name]
             highest = max(v.priority for v in victims)
             starts = [self._start_time(v) for v in victims if v.priority == highest]
-            # The latest start among the highest-priority victims wins: negated for min().
-            latest = -max((_epoch(s) for s in starts if s), default=0.0)
+            # The node whose highest-priority victims started last (their earliest start
+            # the latest) loses the least work: negated for min().
+            earliest = min((_epoch(s) for s in starts if s), default=0.0)
             return (highest, sum(v.priority + MAX_PRIORITY_SHIFT for v in victims),
-                    len(victims), latest, records.by_name[name].index)
+                    len(victims), -earliest, records.by_name[name].index)
         return min(chosen, key=key)
 
     def _start_time(self, info) -> str:

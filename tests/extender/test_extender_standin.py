@@ -169,6 +169,28 @@ def test_an_empty_preempt_answer_leaves_the_pod_waiting_for_a_cluster_change(wor
     assert extender.verbs() == [("preempt", "high")] * 2
 
 
+PICK_CLUSTER = Cluster(
+    nodes=[node("a-1", "zone-a"), node("b-1", "zone-b")],
+    pods=[make_pod("mid", namespace=NS, uid="uid-mid", node_name="a-1",
+                   requests={"cpu": "3800m"}, priority=500),
+          *(low(f"cheap-{i}", "b-1", cpu="1200m") for i in range(3)),
+          make_pod("high", namespace=NS, uid="uid-high", requests={"cpu": "2"},
+                   priority=HIGH, created=later(1))])
+
+
+@pytest.mark.parametrize("world", [PICK_CLUSTER], indirect=True, ids=["pick"])
+def test_the_node_picked_has_the_lowest_priority_victims_before_the_fewest(world):
+    """kube-scheduler's pickOneNodeForPreemption: two victims of priority 100 on b-1 go
+    rather than one of priority 500 on a-1."""
+    sim, v1, extender, scheduler = world
+    settle(scheduler, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
+    assert scheduler.period(now=NOW)["victims"] == 2
+    sent = extender.calls[0][2]["NodeNameToMetaVictims"]
+    assert {n: len(v["Pods"]) for n, v in sent.items()} == {"a-1": 1, "b-1": 2}
+    assert pod_of(v1, "high").status.nominated_node_name == "b-1"
+    assert pod_of(v1, "mid").metadata.deletion_timestamp is None
+
+
 NO_VICTIMS_CLUSTER = Cluster(
     nodes=[node("a-1", "zone-a")],
     pods=[make_pod("peer", namespace=NS, uid="uid-peer", node_name="a-1",
