@@ -99,11 +99,11 @@ def running_stand_in(sim):
         api_client.close()
 
 
-def settle(scheduler, condition, what, timeout=10.0):
-    """Apply the view's watch events until `condition()` holds."""
+def settle(view, condition, what, timeout=10.0):
+    """Apply the stand-in's view's watch events until `condition()` holds."""
     deadline = time.monotonic() + timeout
     while True:
-        scheduler.view.sync(timeout)
+        view.sync(timeout)
         if condition():
             return
         if time.monotonic() > deadline:

@@ -41,7 +41,7 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
     with running_stand_in(sim) as (v1, extender, scheduler):
         demo_scenes.stage(v1)
         uid = {p.metadata.name: p.metadata.uid for p in v1.list_namespaced_pod("default").items}
-        settle(scheduler, lambda: {uid["demo-train-64-gpus"], uid["demo-urgent-train"]}
+        settle(scheduler.view, lambda: {uid["demo-train-64-gpus"], uid["demo-urgent-train"]}
                <= set(scheduler.view.pending), "the scenes' pending pods")
         counts = scheduler.period(now=1000.0)
         # No node can make room for 64 GPUs: no preempt call for it (02 rej-2).
@@ -54,7 +54,7 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
         for i in range(6):   # the kubelet finished the evicted pods
             assert v1.read_namespaced_pod(f"demo-batch-{i}", "default").metadata.deletion_timestamp
             v1.delete_namespaced_pod(f"demo-batch-{i}", "default", grace_period_seconds=0)
-        settle(scheduler, lambda: not any(n.startswith("demo-batch")
+        settle(scheduler.view, lambda: not any(n.startswith("demo-batch")
                                           for n in map(pod_name, scheduler.view.pods.values())),
                "the evicted pods go")
         counts = scheduler.period(now=1010.0)

@@ -7,6 +7,7 @@ import pytest
 from fake_extender import running_stand_in, settle
 
 from dashboard.extender import standin
+from dashboard.extender.standin_view import RELIST_PERIOD, ClusterView
 from simcluster import SimCluster
 from simcluster.generate import BASE_TIME, Cluster, make_node, make_pod
 from tests.live.livestack import free_port
@@ -67,7 +68,7 @@ def test_filter_gets_only_the_nodes_its_own_plugins_pass_in_zone_order(world):
     """01 fits-1, fits-3: filter is sent the nodes that passed kube-scheduler's own plugins
     (no full node, no untolerated taint; only the selector's node), zone-interleaved."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: len(scheduler.view.pending) == 2, "the pending pods")
+    settle(scheduler.view, lambda: len(scheduler.view.pending) == 2, "the pending pods")
     counts = scheduler.period(now=NOW)
     assert counts == {"bind": 2, "wait": 0, "preempt": 0, "error": 0, "victims": 0}
     filters = {name: body["NodeNames"] for verb, name, body in extender.calls
@@ -96,7 +97,7 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
     nominatedNodeName written, victims deleted gracefully; nothing while one is still
     terminating; once they are gone, filter with the nominated node only, then bind."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
+    settle(scheduler.view, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
     counts = scheduler.period(now=NOW)
     assert counts == {"bind": 0, "wait": 0, "preempt": 1, "error": 0, "victims": 1}
     assert extender.verbs() == [("preempt", "high")]
@@ -121,7 +122,7 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
 
     # Another pod's deletion wakes it: not eligible while its victim is terminating.
     v1.delete_namespaced_pod("low-a-3", NS, grace_period_seconds=0)
-    settle(scheduler, lambda: "uid-low-a-3" not in scheduler.view.pods, "low-a-3 go")
+    settle(scheduler.view, lambda: "uid-low-a-3" not in scheduler.view.pods, "low-a-3 go")
     assert scheduler.period(now=NOW + 20)["wait"] == 1
     assert extender.verbs() == [("preempt", "high")]
     message = next(c for c in pod_of(v1, "high").status.conditions
@@ -131,7 +132,7 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
 
     # The kubelet finishes the victim (as the captures' stand-in did, with grace 0).
     v1.delete_namespaced_pod("low-b-0", NS, grace_period_seconds=0)
-    settle(scheduler, lambda: "uid-low-b-0" not in scheduler.view.pods, "the victim go")
+    settle(scheduler.view, lambda: "uid-low-b-0" not in scheduler.view.pods, "the victim go")
     counts = scheduler.period(now=NOW + 40)
     assert counts["bind"] == 1
     assert extender.verbs()[1:] == [("filter", "high"), ("bind", "high")]
@@ -146,7 +147,7 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
 def test_preempt_may_restrict_the_nodes_and_an_empty_answer_preempts_nothing(world):
     """03c: only the nodes answered are candidates: nominated there, victims there."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
+    settle(scheduler.view, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
     extender.answers["preempt"] = lambda body: (200, {"NodeNameToMetaVictims": {
         "a-1": body["NodeNameToMetaVictims"]["a-1"]}})
     assert scheduler.period(now=NOW)["victims"] == 2
@@ -159,7 +160,7 @@ def test_preempt_may_restrict_the_nodes_and_an_empty_answer_preempts_nothing(wor
 def test_an_empty_preempt_answer_leaves_the_pod_waiting_for_a_cluster_change(world):
     """03d: {} means no preemption; no timed retry but the 5-minute flush (07)."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
+    settle(scheduler.view, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
     extender.answers["preempt"] = lambda body: (200, {"NodeNameToMetaVictims": {}})
     assert scheduler.period(now=NOW)["wait"] == 1
     assert not [p for p in v1.list_namespaced_pod(NS).items if p.metadata.deletion_timestamp]
@@ -183,7 +184,7 @@ def test_the_node_picked_has_the_lowest_priority_victims_before_the_fewest(world
     """kube-scheduler's pickOneNodeForPreemption: two victims of priority 100 on b-1 go
     rather than one of priority 500 on a-1."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
+    settle(scheduler.view, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
     assert scheduler.period(now=NOW)["victims"] == 2
     sent = extender.calls[0][2]["NodeNameToMetaVictims"]
     assert {n: len(v["Pods"]) for n, v in sent.items()} == {"a-1": 1, "b-1": 2}
@@ -203,7 +204,7 @@ NO_VICTIMS_CLUSTER = Cluster(
 def test_preempt_is_not_called_without_candidates(world):
     """02 rej-2, 07 noop-2: no node where evicting lower-priority pods makes room."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
+    settle(scheduler.view, lambda: "uid-high" in scheduler.view.pending, "the pending pod")
     assert scheduler.period(now=NOW)["wait"] == 1
     assert extender.calls == []
     message = next(c for c in pod_of(v1, "high").status.conditions
@@ -225,7 +226,7 @@ def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world, capl
     """05a: a bind answered with an Error is a failed attempt: the assumption is forgotten,
     the pod backs off 1, 2, 4 s after each failure, and is retried from filter."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: len(scheduler.view.pending) == 3, "the pending pods")
+    settle(scheduler.view, lambda: len(scheduler.view.pending) == 3, "the pending pods")
     refusals = iter(range(3))
 
     def bind(body):
@@ -243,7 +244,7 @@ def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world, capl
                      if c.type == "PodScheduled")
     assert (condition.reason, condition.message) == ("SchedulerError",
                                                      "extender: cannot bind now")
-    settle(scheduler, lambda: list(scheduler.view.pending) == ["uid-unlucky"],
+    settle(scheduler.view, lambda: list(scheduler.view.pending) == ["uid-unlucky"],
            "the others bound")
     # The assumption was forgotten: only the two bound pods' cpu counts.
     assert sum(r.free_cpu for r in scheduler.view.algorithm.records.ordered) == 8000 - 1000
@@ -264,7 +265,7 @@ def test_a_pod_the_extender_filters_out_is_unschedulable_and_tried_once_more(wor
     finds no victims (FailedAndUnresolvableNodes are not even candidates); the pod's own
     status write brings exactly one more attempt, then it waits for a cluster change."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: len(scheduler.view.pending) == 3, "the pending pods")
+    settle(scheduler.view, lambda: len(scheduler.view.pending) == 3, "the pending pods")
     extender.answers["filter"] = lambda body: (200, {
         "NodeNames": [], "FailedNodes": {"a-1": "extender: busy"},
         "FailedAndUnresolvableNodes": {"b-1": "extender: forbidden"}}) \
@@ -277,7 +278,7 @@ def test_a_pod_the_extender_filters_out_is_unschedulable_and_tried_once_more(wor
         "Unschedulable", "0/2 nodes are available: 1 extender: busy, 1 extender: forbidden. "
         "preemption: 0/2 nodes are available: 1 No preemption victims found, 1 Preemption "
         "is not helpful for scheduling.")
-    settle(scheduler, lambda: scheduler.view.pending["uid-unlucky"]["status"].get("conditions"),
+    settle(scheduler.view, lambda: scheduler.view.pending["uid-unlucky"]["status"].get("conditions"),
            "its status write")
     assert scheduler.period(now=NOW + 0.5)["wait"] == 1
     assert scheduler.period(now=NOW + 60) == dict.fromkeys(standin.OUTCOMES, 0)
@@ -289,7 +290,7 @@ def test_errors_of_every_kind_are_failed_attempts(world):
     """05b (500), 05e (refused), 06a (filter Error), 02 rej-4 (a node not sent), and the
     extender's 400 for a pod it has not seen yet: each backs the pod off."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: len(scheduler.view.pending) == 3, "the pending pods")
+    settle(scheduler.view, lambda: len(scheduler.view.pending) == 3, "the pending pods")
     extender.answers["filter"] = lambda body: {
         "unlucky": (500, {"Error": "boom"}),
         "second": (200, {"NodeNames": ["z-9"]}),
@@ -312,7 +313,7 @@ def test_a_refused_binding_is_an_error_and_binds_once_the_refusal_lifts(world):
     extender answers the API server's reason as the Error, the pod backs off and binds
     once the policy is gone."""
     sim, v1, extender, scheduler = world
-    settle(scheduler, lambda: len(scheduler.view.pending) == 3, "the pending pods")
+    settle(scheduler.view, lambda: len(scheduler.view.pending) == 3, "the pending pods")
     sim.faults.update(binding_refused_namespaces=NS)
     assert scheduler.period(now=NOW)["error"] == 3
     condition = next(c for c in pod_of(v1, "unlucky").status.conditions
@@ -345,10 +346,30 @@ def test_the_view_frees_a_finished_pod_and_counts_it_as_a_cluster_change(world):
     """kube-scheduler's cache drops a pod that finished; pods waiting for room wake up."""
     sim, v1, extender, scheduler = world
     view = scheduler.view
-    settle(scheduler, lambda: "uid-done-soon" in view.pods, "the bound pod")
+    settle(scheduler.view, lambda: "uid-done-soon" in view.pods, "the bound pod")
     assert view.algorithm.records.by_name["a-1"].free_cpu == 1000
     changes = view.changes
     v1.patch_namespaced_pod_status("done-soon", NS, {"status": {"phase": "Succeeded"}})
-    settle(scheduler, lambda: view.changes > changes, "the pod finish")
+    settle(scheduler.view, lambda: view.changes > changes, "the pod finish")
     assert view.algorithm.records.by_name["a-1"].free_cpu == 4000
     assert view.pending == {}
+
+
+@pytest.mark.parametrize("world", [VIEW_CLUSTER], indirect=True, ids=["view"])
+def test_the_view_relists_so_a_lost_watch_event_hides_no_pod_for_good(world):
+    """The simulated cluster's lost-event fault hides a created pod from watchers."""
+    sim, v1, extender, scheduler = world
+    clock = [0.0]
+    view = ClusterView(v1, clock=lambda: clock[0], watch_timeout=30).start()
+    try:
+        settle(view, lambda: "uid-done-soon" in view.pods, "the bound pod")
+        sim.faults.update(lose_event_rate=1.0)
+        v1.create_namespaced_pod(NS, pending("unseen"))
+        sim.faults.update(lose_event_rate=0.0)
+        v1.create_namespaced_pod(NS, pending("seen"))
+        settle(view, lambda: len(view.pending) == 1, "the pod whose event was sent")
+        assert [p["metadata"]["name"] for p in view.pending.values()] == ["seen"]
+        clock[0] = RELIST_PERIOD
+        settle(view, lambda: len(view.pending) == 2, "the pod whose event was lost")
+    finally:
+        view.stop()
