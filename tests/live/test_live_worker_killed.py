@@ -28,7 +28,7 @@ def stack(redis_url, transactional_db, tmp_path):
     kubeconfig = tmp_path / "kubeconfig"
     s = Stack(tmp_path, child_env(tmp_path, redis_url, kubeconfig, cache_ttl=0,
                                   compare_period=3600, bind_redelivery=REDELIVERY))
-    s.cluster(kubeconfig, "--nodes", "4", "--pods", "0", "--zones", "1")
+    s.cluster(kubeconfig, "--nodes", "6", "--pods", "0", "--zones", "1")
     try:
         yield s
     finally:
@@ -55,7 +55,9 @@ def test_binds_of_a_killed_worker_are_redelivered_and_run_once(stack):
     synced_owner()
     api = client.CoreV1Api(config.new_client_from_config(
         config_file=stack.env["SCHEDVIEW_KUBECONFIG"]))
-    nodes = [n.metadata.name for n in api.list_node().items]
+    nodes = [n.metadata.name for n in api.list_node().items  # where the fit check lets them
+             if not n.spec.taints and not n.spec.unschedulable]
+    assert nodes
     names = [f"slow-{i}" for i in range(PODS)]
     uids = dict(zip(names, (new_pod(api, name) for name in names)))
     wait_for(lambda: all(state_of(u) == "Pending" for u in uids.values()), 30,
@@ -67,7 +69,7 @@ def test_binds_of_a_killed_worker_are_redelivered_and_run_once(stack):
     # Two tasks of four pods, both taken by the first worker's two processes.
     with override_settings(SCHEDVIEW_BIND_BATCH=PODS // 2):
         results = schedule_pods(placements, actor="test")
-    assert all(isinstance(r, dict) for r in results)
+    assert all(isinstance(r, dict) for r in results), results
     tasks = {r["task_id"] for r in results}
 
     def bound():
