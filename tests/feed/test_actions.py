@@ -70,7 +70,8 @@ def test_schedule_pod_assumes_binds_and_audits(worker, kube, owner, nodes):  # n
     assert result["before"] == aggregates(1) and result["after"] == aggregates(2)
     assert result["task_id"]
     [(args, actor)] = owner.ops("assume")
-    assert args == {"namespace": NS, "name": "p0", "node": nodes[1]} and actor == "alice"
+    assert args == {"namespace": NS, "name": "p0", "node": nodes[1], "force": False} \
+        and actor == "alice"
     # The bind went through Celery to the cluster, and the owner heard of it.
     owner.wait_for(lambda rs: ("finish_binding", {"uid": "uid-p0"}) in
                    [(op, {"uid": a.get("uid")}) for op, a, _ in rs])
