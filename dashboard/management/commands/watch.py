@@ -13,6 +13,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dashboard.feed import runner
 from dashboard.feed.commands import redis_client
+from dashboard.feed.decoder import warm_up
 from dashboard.feed.leader import LeaderLock
 
 log = logging.getLogger("dashboard.feed")
@@ -32,6 +33,7 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stop.set())
         redis = redis_client()
         lock = LeaderLock(redis, holder=options["id"])
+        warm_up()
         self.stdout.write(f"{options['id']}: waiting for the leader lease", ending="\n")
         self.stdout.flush()
         if not lock.acquire(stop):
