@@ -31,6 +31,7 @@ from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.models import Transition
+from dashboard.supervised import holder_name
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +177,8 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
     tune_switching()
     writer = ProjectionWriter().start()
     owner = build_owner(redis, writer, clock)
+    if lock is not None:
+        owner.note_leader(holder_name(lock.token))
     # The reflectors parse and digest in a process of their own: this one only applies.
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()

@@ -10,6 +10,8 @@ import time
 import pytest
 
 from dashboard.supervisor import Child, CrashLoop, Supervisor
+from tests.dashboard.processes import alive
+from tests.live.livestack import wait_for
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 FAILS = [sys.executable, "-c", "raise SystemExit(3)"]
@@ -17,23 +19,6 @@ FAILS = [sys.executable, "-c", "raise SystemExit(3)"]
 
 class Enough(Exception):
     """Ends a test's run() from its on_change."""
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie, dead but not yet reaped, counts as gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
-def wait_until(condition, timeout=10.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} not reached in {timeout} s")
-        time.sleep(0.02)
 
 
 def test_a_child_that_exits_is_restarted_with_a_doubling_backoff_and_the_others_keep_running():
@@ -119,7 +104,7 @@ def test_infrastructure_stops_after_the_applications(tmp_path):
         supervisor.start(Child("redis", [sys.executable, "-c", on_term, "redis"],
                                infrastructure=True))
         supervisor.start(Child("web", [sys.executable, "-c", on_term, "web"]))
-        wait_until(lambda: (tmp_path / "redis").exists() and (tmp_path / "web").exists(),
+        wait_for(lambda: (tmp_path / "redis").exists() and (tmp_path / "web").exists(),
                    what="both children's SIGTERM handlers installed")
     assert log.read_text().split() == ["web", "redis"]
 
@@ -138,12 +123,12 @@ def test_no_child_outlives_a_sigkilled_supervisor(tmp_path):
                                cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     children = []
     try:
-        wait_until(lambda: pids.exists() and pids.read_text(), what="children started")
+        wait_for(lambda: pids.exists() and pids.read_text(), what="children started")
         children = [int(pid) for pid in pids.read_text().split()]
         assert all(alive(pid) for pid in children)
         process.kill()
         process.wait(10)
-        wait_until(lambda: not any(alive(pid) for pid in children), what="children gone")
+        wait_for(lambda: not any(alive(pid) for pid in children), what="children gone")
     finally:
         process.kill()
         for pid in children:

@@ -15,6 +15,9 @@ import pytest
 import redis
 import requests
 
+from tests.dashboard.processes import alive, descendants
+from tests.live.livestack import wait_for
+
 BASE_DIR = Path(__file__).resolve().parents[2]
 
 
@@ -121,42 +124,6 @@ def test_up_fails_naming_the_child_that_died(tmp_path):
     assert not (tmp_path / "redis.sock").exists()  # the embedded Redis was stopped too
 
 
-def descendants(pid: int) -> set[int]:
-    """Every process below `pid`, from /proc."""
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rpartition(")")[2].split()[1])
-    found, frontier = set(), {pid}
-    while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier}
-        found |= frontier
-    return found
-
-
-def alive(pid: int) -> bool:
-    try:
-        return (Path("/proc") / str(pid) / "stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def poll(condition, timeout: float, what: str):
-    """Poll until `condition()` returns something true; that value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout} s")
-        time.sleep(0.1)
-
-
 # kube-scheduler's first filter call of the "fits" scenario (k8s-wire/extender/
 # 01-fits-01-filter.request.txt), asking about one of the simulated cluster's nodes.
 CAPTURED_FILTER = (Path("/work/shared/k8s-wire/extender/01-fits-01-filter.request.txt"))
@@ -201,20 +168,23 @@ def test_up_restarts_a_killed_owner_and_the_standby_takes_over_and_nothing_outli
             steady = holder and time.monotonic() - seen["since"] > 6
             return holder if steady and filter_answers(extender) else None
 
-        first = poll(settled_leader, 120, "one owner leads, steadily, its extender answering")
+        first = wait_for(settled_leader, 120, "one owner leads, steadily, its extender answering")
         killed = children()[first]["pid"]
         os.kill(killed, signal.SIGKILL)
         killed_at = time.monotonic()
         standby = {"owner-a": "owner-b", "owner-b": "owner-a"}[first]
-        poll(lambda: leader() == standby, 10, "the standby leads")
-        poll(lambda: filter_answers(extender), 10 - (time.monotonic() - killed_at),
+        wait_for(lambda: leader() == standby, 10, "the standby leads")
+        wait_for(lambda: filter_answers(extender), 10 - (time.monotonic() - killed_at),
              "the standby's extender answers within 10 s of the kill")
-        back = poll(lambda: (lambda c: c["restarts"] == 1 and alive(c["pid"]) and c)(
+        back = wait_for(lambda: (lambda c: c["restarts"] == 1 and alive(c["pid"]) and c)(
             children()[first]), 30, "the killed owner is started again")
         assert back["pid"] != killed and back["last_exit"] == -signal.SIGKILL
         assert f"{first} exited with code -9; restarting it" in "".join(output)
-        overview = logged_in(f"http://127.0.0.1:{port}", started).get(
-            f"http://127.0.0.1:{port}/").text
+        session = logged_in(f"http://127.0.0.1:{port}", started)
+        overview = session.get(f"http://127.0.0.1:{port}/").text
+        # The handover is an event of the history, the new leader's first.
+        page_showing(session, f"http://127.0.0.1:{port}/events/?kind=owner_leading",
+                     f"<td>{standby}</td>", timeout=30)
         assert f"Leading: <strong>{standby}</strong>" in overview
         assert re.search(rf"<td>{first}</td><td>{back['pid']}</td><td>1</td>", overview)
 
@@ -223,7 +193,7 @@ def test_up_restarts_a_killed_owner_and_the_standby_takes_over_and_nothing_outli
         assert len(everything) >= 8
         process.kill()
         process.wait(10)
-        poll(lambda: not any(alive(pid) for pid in everything), 30,
+        wait_for(lambda: not any(alive(pid) for pid in everything), 30,
              "every process under the SIGKILLed supervisor gone")
     finally:
         process.kill()
