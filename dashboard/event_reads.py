@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from django.db.models import Max, Q
 
+from dashboard.feed.owner import OWNER_LEADING
 from dashboard.models import Transition
 from dashboard.node_reads import NODE_NAME
 from schedcache import events as cache_events
@@ -24,7 +25,8 @@ CATCH_UP_LIMIT = 500    # events a reconnecting page is sent; past that it is to
 KINDS = [cache_events.POD_ASSUMED, cache_events.POD_BINDING_FINISHED,
          cache_events.POD_CONFIRMED, cache_events.POD_ADDED, cache_events.POD_UPDATED,
          cache_events.POD_FORGOTTEN, cache_events.POD_EXPIRED, cache_events.POD_REMOVED,
-         cache_events.NODE_ADDED, cache_events.NODE_UPDATED, cache_events.NODE_REMOVED]
+         cache_events.NODE_ADDED, cache_events.NODE_UPDATED, cache_events.NODE_REMOVED,
+         OWNER_LEADING]
 NODE_KINDS = [kind for kind in KINDS if kind.startswith("node_")]
 # What made a transition (Transition.cause): the owner stamps one on every event.
 CAUSES = ["watch", "relist", "bind", "reaper", "operator", "owner", "extender"]
@@ -103,6 +105,10 @@ class EventRow:
     @property
     def is_pod(self) -> bool:
         return self.kind.startswith("pod_")
+
+    @property
+    def is_node(self) -> bool:
+        return self.kind.startswith("node_")
 
     @property
     def when(self) -> str:

@@ -23,6 +23,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from dashboard import supervised
 from dashboard.celery import app as celery_app
 from dashboard.feed.commands import redis_client
 from dashboard.feed.owner import STATUS_KEY
@@ -350,6 +351,7 @@ class Overview:
     cpu: Usage
     memory: Usage
     binds: BindHealth
+    processes: supervised.Processes
 
 
 def overview(owner: OwnerStatus | None = None) -> Overview:
@@ -360,4 +362,4 @@ def overview(owner: OwnerStatus | None = None) -> Overview:
     return Overview(pods=pod_counts(), recent=recent_outcomes(), nodes=nodes["nodes"],
                     missing_nodes=nodes["missing"], owner=owner, snapshot=snapshot_lag(owner),
                     comparison=latest_comparison(), cpu=cpu_usage, memory=memory_usage,
-                    binds=bind_health())
+                    binds=bind_health(), processes=supervised.processes(redis_client()))

@@ -35,6 +35,14 @@ CSRF_COOKIE_SECURE = not DEBUG
 # Off by default: whether to redirect and pin HTTPS depends on what terminates TLS.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# The kubelet probes over plain HTTP, inside the cluster: never redirected to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# Behind a proxy that terminates TLS: the request header (as Django names it, e.g.
+# HTTP_X_FORWARDED_PROTO) in which the proxy says "https". Empty: no proxy is trusted.
+_proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
 
 INSTALLED_APPS = [
     "daphne",  # first: its runserver serves the ASGI application

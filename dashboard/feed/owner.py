@@ -19,6 +19,7 @@ import time
 import orjson
 
 from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot, compare
+from schedcache.events import CacheEvent
 from schedcache.podinfo import make_pod_info, unpack_pod_info
 
 from dashboard.feed.commands import STATUS_KEY, CommandError, CommandServer
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 STATUS_TTL = 10                          # seconds: no status means no live owner
 SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
+OWNER_LEADING = "owner_leading"          # the event of an owner taking the lease
 ROWS_PER_FLUSH = 3000                    # read-model rows built per flush (100 ms)
 _TERMINATED = ("Succeeded", "Failed")
 _OUTCOMES = {"pod_expired": "Expired", "pod_forgotten": "Forgotten"}
@@ -683,6 +685,13 @@ class CacheOwner:
         return report
 
     # --- flushing ----------------------------------------------------------------------------
+    def note_leader(self, holder: str):
+        """The handover, as the first event of this owner's history: numbered right after
+        the previous owner's last, ahead of every cache event (their numbers move up one)."""
+        self.seq_base += 1
+        self._outbox.append((CacheEvent(0, OWNER_LEADING, holder, name=holder), "owner",
+                             holder, self.clock()))
+
     def take_snapshot(self):
         """Bring the owner's snapshot up to date and record what changed, if anything."""
         before = self.snapshot.generation

@@ -35,6 +35,7 @@ from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.models import Transition
+from dashboard.supervised import holder_name
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +241,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time):
     tune_switching()
     writer = ProjectionWriter().start()
     owner = build_owner(redis, writer, clock)
+    if lease is not None:
+        owner.note_leader(holder_name(lease.token))
     # The reflectors parse and digest in a process of their own: this one only applies.
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()

@@ -32,7 +32,8 @@ _STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
 class ApiClaimer:
     """Callable as PoolScheduler's claimer: (PoolPod, ClaimOptions, claim id) -> the pod."""
 
-    def __init__(self, configuration: client.Configuration, timeout: float = 10.0):
+    def __init__(self, configuration: client.Configuration, timeout: float = 10.0,
+                 clock=time.monotonic):
         if configuration.proxy:
             raise ValueError("the claimer connects directly: a proxy is not supported")
         url = urlsplit(configuration.host)
@@ -43,11 +44,12 @@ class ApiClaimer:
         self.api_client = client.ApiClient(configuration)
         self.tls = _tls_context(configuration) if self.secure else None
         self._local = threading.local()
-        self._auth = ({}, float("-inf"))   # (headers, monotonic time they were made)
+        self.clock = clock
+        self._auth = ({}, float("-inf"))   # (headers, clock time they were made)
 
     def _headers(self) -> dict:
         headers, made = self._auth
-        now = time.monotonic()
+        now = self.clock()
         if now - made > AUTH_REFRESH:
             headers = {"Content-Type": STRATEGIC_MERGE, "Accept": "application/json",
                        "User-Agent": self.api_client.user_agent}

@@ -263,3 +263,16 @@ def test_a_flush_is_published_only_once_its_rows_are_written(writer):
     announced = {event["seq"] for event in events if event["kind"] != "snapshot_updated"}
     assert announced and announced <= written_seqs
     assert "a" in written_pods
+
+
+def test_a_new_leader_is_the_first_event_of_its_history(owner, writer):
+    """The handover shows in the events: numbered right after the previous owner's last
+    (seq_base 100), ahead of the cache's own events, which move up one."""
+    owner.note_leader("owner-b")
+    synced(owner, nodes("n1"), [])
+    flushed(owner, writer)
+    rows = list(Transition.objects.order_by("seq").values("seq", "kind", "key", "cause", "actor"))
+    assert rows[0] == {"seq": 101, "kind": "owner_leading", "key": "owner-b", "cause": "owner",
+                       "actor": "owner-b"}
+    assert rows[1]["seq"] == 102 and rows[1]["kind"] == "node_added"
+    assert owner.status()["seq"] == rows[-1]["seq"]

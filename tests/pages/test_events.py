@@ -118,3 +118,13 @@ def test_catching_up_returns_what_came_after_a_cursor():
     assert ([r.seq for r in rows], more) == ([1, 3], True)
     rows, top, _ = event_reads.events_between(web, 4, before=8)
     assert ([r.seq for r in rows], top) == ([5, 7], 7)
+
+
+def test_an_owner_taking_over_is_an_event_of_its_own(viewer_client):
+    some_history()
+    transition(6, "owner_leading", key="owner-b", namespace="", name="owner-b", node="",
+               cause="owner", actor="owner-b", from_state="", to_state="")
+    _, html = get(viewer_client, "/events/?kind=owner_leading")
+    assert seqs(html) == [6]
+    row = html.split('<tr id="event-6"')[1].split("</tr>")[0]
+    assert "owner-b" in row and "/nodes/owner-b/" not in row and "/pods/" not in row

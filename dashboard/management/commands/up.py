@@ -2,10 +2,12 @@
 
 It starts an embedded Redis unless REDIS_URL is set, a simulated cluster
 unless SCHEDVIEW_KUBECONFIG is set, migrates the database, collects static
-files, then runs the cache owner, a Celery worker and beat, and the web
-(daphne). The long-running parts are children of one Supervisor: Ctrl-C (or
-SIGTERM) stops them all, and if one dies the others are stopped and the
-command fails, naming it.
+files, then runs two cache owners (one leads, the other stands by and takes
+over when it dies), the pools process, a Celery worker and beat, and the web
+(daphne). The long-running parts are children of one Supervisor: one that
+dies is started again (said on the console and on the overview), Ctrl-C (or
+SIGTERM) stops them all, and only a child that keeps failing right after its
+start ends the command, naming it.
 """
 import os
 import secrets
@@ -20,8 +22,9 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from dashboard import demo_scenes, embedded_redis, kube
-from dashboard.supervisor import Child, Supervisor
+from dashboard import demo_scenes, embedded_redis, kube, supervised
+from dashboard.feed.commands import redis_client
+from dashboard.supervisor import Child, CrashLoop, Supervisor
 
 HOST = "127.0.0.1"
 
@@ -35,9 +38,8 @@ def simulated_cluster(kubeconfig, nodes, pods, churn) -> Child:
     return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes),
                                 "--pods", str(pods), "--zones", "3", "--churn", str(churn),
                                 "--pending-fraction", "0.02", "--bookmark-interval", "10",
-                                *DEMO_POOLS,
-
-                                "--kubeconfig", str(kubeconfig)])
+                                *DEMO_POOLS, "--kubeconfig", str(kubeconfig)],
+                 infrastructure=True)
 
 
 def wait_for_file(path, process, timeout=120.0):
@@ -116,12 +118,16 @@ class Command(BaseCommand):
     def handle(self, *args, port, nodes, pods, churn, **options):
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops us as Ctrl-C does
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        redis = redis_client()
+        supervisor = Supervisor(on_change=lambda states: supervised.publish(redis, states),
+                                say=self.stdout.write)
         try:
-            with Supervisor() as supervisor:
+            with supervisor:
                 if settings.EMBEDDED_REDIS_SOCKET:
-                    redis = supervisor.start(
-                        Child("redis", embedded_redis.command(settings.EMBEDDED_REDIS_SOCKET)))
-                    embedded_redis.wait_until_ready(settings.REDIS_URL, redis)
+                    server = supervisor.start(Child(
+                        "redis", embedded_redis.command(settings.EMBEDDED_REDIS_SOCKET),
+                        infrastructure=True))
+                    embedded_redis.wait_until_ready(settings.REDIS_URL, server)
                 if "SCHEDVIEW_KUBECONFIG" not in os.environ:
                     # The simulated cluster's pending pods are ours to schedule, and a few
                     # of its binds fail and events get lost, so every state shows.
@@ -135,7 +141,9 @@ class Command(BaseCommand):
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)
-                supervisor.start(manage("owner", "watch"))
+                # Two owners: whichever takes the lease first leads, the other stands by.
+                supervisor.start(manage("owner-a", "watch", "--id", "owner-a"))
+                supervisor.start(manage("owner-b", "watch", "--id", "owner-b"))
                 supervisor.start(manage("pools", "pools", *(
                     () if "SCHEDVIEW_KUBECONFIG" in os.environ else ("--demand", DEMO_DEMAND))))
                 supervisor.start(celery("worker", "worker"))
@@ -147,10 +155,10 @@ class Command(BaseCommand):
                     scheme = "https" if settings.SCHEDVIEW_EXTENDER_CERT else "http"
                     self.stdout.write("kube-scheduler's extender urlPrefix: "
                                       f"{scheme}://{settings.SCHEDVIEW_EXTENDER_ADDRESS}/extender")
-                child, code = supervisor.wait()
+                supervisor.run()
         except KeyboardInterrupt:
             self.stdout.write("schedview: stopped")
-            return
-        except embedded_redis.NotReady as error:
+        except (embedded_redis.NotReady, CrashLoop) as error:
             raise CommandError(str(error)) from None
-        raise CommandError(f"{child.name} exited with code {code}; stopped the others")
+        finally:
+            supervised.clear(redis)

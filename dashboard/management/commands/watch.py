@@ -14,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from dashboard.feed import runner
+from dashboard.feed.decoder import warm_up
 from dashboard.feed.leader import LeaderLease
 from dashboard.redis_outage import UNREACHABLE, loop_client
 
@@ -36,6 +37,7 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stop.set())
         redis = loop_client(settings.REDIS_URL)
         lease = LeaderLease(redis, holder=options["id"])
+        warm_up()   # a standby forks its decoder's server now, so taking over is quick
         # A lost lease or a Redis outage at the wrong moment sends this owner back to
         # standing by, never out: it stops only when told to.
         while not stop.is_set():

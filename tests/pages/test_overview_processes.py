@@ -1,0 +1,51 @@
+"""The overview names the leading cache owner (from the lease) and, under `manage.py up`,
+the supervisor's children with their restarts."""
+import pytest
+
+from dashboard import supervised
+from dashboard.feed.commands import redis_client
+from dashboard.feed.leader import LEASE_KEY, LeaderLease
+from nodepages import get, squash
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def store(redis_url):
+    client = redis_client()
+    client.delete(supervised.CHILDREN_KEY, LEASE_KEY)
+    yield client
+    client.delete(supervised.CHILDREN_KEY, LEASE_KEY)
+
+
+def owner_panel(html):
+    return squash(html.split('<section class="panel" id="owner-status">')[1].split("</section>")[0])
+
+
+def test_the_overview_names_the_owner_holding_the_lease(viewer_client, store):
+    assert "Leading: <strong>no owner holds the lease</strong>" in owner_panel(
+        get(viewer_client, "/")[1])
+    lock = LeaderLease(store, holder="owner-b")
+    assert lock.try_acquire()
+    assert "Leading: <strong>owner-b</strong>" in owner_panel(get(viewer_client, "/")[1])
+
+
+def test_the_overview_lists_the_supervised_processes_and_their_restarts(viewer_client, store):
+    assert 'id="processes"' not in get(viewer_client, "/")[1]     # outside `manage.py up`
+    supervised.publish(store, [
+        {"name": "owner-a", "pid": 41, "started": 1.0e9, "restarts": 0, "last_restart": None,
+         "last_exit": None},
+        {"name": "worker", "pid": 52, "started": 1.0e9, "restarts": 2,
+         "last_restart": 1.7e9, "last_exit": -9}])
+    response, html = get(viewer_client, "/")
+    children = response.context["overview"].processes.children
+    assert [(c.name, c.pid, c.restarts, c.last_exit) for c in children] == [
+        ("owner-a", 41, 0, None), ("worker", 52, 2, -9)]
+    panel = squash(html.split('<section class="panel" id="processes">')[1].split("</section>")[0])
+    assert "<td>owner-a</td><td>41</td><td>0</td> <td>–</td>" in panel
+    assert "<td>worker</td><td>52</td><td>2</td> <td>" in panel and "(exit code -9)" in panel
+
+
+def test_a_lease_token_names_its_holder():
+    assert supervised.holder_name("schedview-owner-7d9f-abc:1:0f3e") == "schedview-owner-7d9f-abc:1"
+    assert supervised.holder_name(None) == ""
