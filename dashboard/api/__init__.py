@@ -14,6 +14,7 @@ api = NinjaAPI(
     description="The scheduler cache: pods and their state machine, nodes, zones, snapshots, "
                 "events, the comparer, and actions on assumed pods.",
     auth=auth.token_or_session,
+    docs_decorator=auth.documents_for_callers,
     urls_namespace="api-v1",
 )
 errors.install(api)
@@ -30,8 +31,10 @@ api.add_router("/extender", "dashboard.extender.api.router")   # kube-scheduler'
 
 
 def urls():
-    """The API's URL patterns, exempt from the pages' login redirect: it answers 401 itself."""
+    """The API's URL patterns, exempt from the pages' login redirect: it answers 401 itself.
+    Its root, no operation (django-ninja's 404 naming the docs), keeps the redirect."""
     patterns, app_name, namespace = api.urls
     for pattern in patterns:
-        pattern.callback.login_required = False
+        if pattern.name != "api-root":
+            pattern.callback.login_required = False
     return patterns, app_name, namespace

@@ -11,6 +11,9 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 
 log = logging.getLogger(__name__)
 
+UNAUTHENTICATED = ("authentication required: send 'Authorization: Bearer <token>' "
+                   "or log in (with the CSRF token for changes)")
+
 
 class ApiError(Exception):
     def __init__(self, status: int, message: str):
@@ -41,8 +44,7 @@ def install(api) -> None:
 
     @api.exception_handler(AuthenticationError)
     def unauthenticated(request, exc):
-        return reply(request, 401, "authentication required: send 'Authorization: Bearer <token>' "
-                                   "or log in (with the CSRF token for changes)")
+        return reply(request, 401, UNAUTHENTICATED)
 
     @api.exception_handler(AuthorizationError)
     def forbidden(request, exc):
