@@ -1,11 +1,30 @@
+from urllib.parse import quote, unquote
+
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from dashboard import pod_views, views
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
 from dashboard.extender import views as extender
 from dashboard.pools import views as pool_views
+
+
+
+class AnySegment:
+    """One path segment holding any text, "/" and "%" included: percent-encoded in the URL
+    (plain names read as themselves). The extender tracks pods by the names kube-scheduler
+    sends, which nothing stops from holding a "/"."""
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return unquote(value)
+
+    def to_url(self, value: str) -> str:
+        return quote(value, safe="")
+
+
+register_converter(AnySegment, "segment")
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True),
@@ -23,7 +42,7 @@ urlpatterns = [
     path("pods/<str:uid>/<str:action>/", pod_views.pod_action, name="pod-action"),
     path("pools/", pool_views.pools_page, name="pools"),
     path("statuses/", extender_pages.statuses, name="statuses"),
-    path("statuses/<str:namespace>/<str:name>/", extender_pages.status_detail,
+    path("statuses/<segment:namespace>/<segment:name>/", extender_pages.status_detail,
          name="status-detail"),
     path("extender/filter", extender.filter_nodes, name="extender-filter"),
     path("extender/bind", extender.bind, name="extender-bind"),
