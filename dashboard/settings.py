@@ -4,6 +4,7 @@ With nothing set this is the embedded default of `make run`: DEBUG on,
 SQLite and an embedded Redis (started by `manage.py up`) under `var/`.
 Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL.
 """
+from datetime import timedelta
 import os
 from pathlib import Path
 import re
@@ -46,6 +47,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # the REST API docs' scripts served from here, not a CDN
+    "axes",   # login throttling
     "dashboard",
 ]
 
@@ -61,7 +63,28 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- login throttling (django-axes) ---------------------------------------------------------
+# Axes' backend first: it refuses a locked-out username and address before any password is
+# checked. A username is locked from one address after SCHEDVIEW_LOGIN_FAILURES wrong
+# passwords, for SCHEDVIEW_LOGIN_LOCKOUT seconds (by the pair, so a guesser elsewhere cannot
+# lock the operator out). Every failure is logged (logger axes.handlers.database, WARNING).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("SCHEDVIEW_LOGIN_FAILURES", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.float("SCHEDVIEW_LOGIN_LOCKOUT", default=900.0))
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
+    raise ImproperlyConfigured("SCHEDVIEW_LOGIN_FAILURES must be 1 or more and "
+                               "SCHEDVIEW_LOGIN_LOCKOUT positive")
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+# The log names the username tried and the address (axes masks both by default): who is
+# guessing is what an operator reading it needs. Passwords are never logged.
+AXES_SENSITIVE_PARAMETERS = []
 
 ROOT_URLCONF = "dashboard.urls"
 LOGIN_URL = "login"
