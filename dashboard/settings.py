@@ -53,6 +53,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Before anything reads a body: one over SCHEDVIEW_MAX_BODY is a 413.
+    "dashboard.body_limit.BodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -85,6 +87,12 @@ AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 # The log names the username tried and the address (axes masks both by default): who is
 # guessing is what an operator reading it needs. Passwords are never logged.
 AXES_SENSITIVE_PARAMETERS = []
+
+# Bytes a request body may have (every route; Django's form limit is the same number).
+SCHEDVIEW_MAX_BODY = env.int("SCHEDVIEW_MAX_BODY", default=2_621_440)
+if SCHEDVIEW_MAX_BODY < 1:
+    raise ImproperlyConfigured("SCHEDVIEW_MAX_BODY must be a positive number of bytes")
+DATA_UPLOAD_MAX_MEMORY_SIZE = SCHEDVIEW_MAX_BODY
 
 ROOT_URLCONF = "dashboard.urls"
 LOGIN_URL = "login"

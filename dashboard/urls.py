@@ -26,6 +26,8 @@ class AnySegment:
 
 register_converter(AnySegment, "segment")
 
+handler400 = "dashboard.body_limit.bad_request"
+
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True),
          name="login"),
