@@ -10,9 +10,11 @@ from pathlib import Path
 import re
 import tempfile
 
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from dashboard.embedded_secret import embedded_secret_key
 from dashboard.redis_urls import redis_settings, unix_url
 
 env = environ.Env()
@@ -26,13 +28,16 @@ SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "insecure-key-for-debug-only"
+    SECRET_KEY = embedded_secret_key(VAR_DIR / "secret-key")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # Cookies travel over HTTPS only outside DEBUG; the embedded default is plain http.
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
+# No script of ours reads either cookie (forms carry the CSRF token), so none may.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
 # Off by default: whether to redirect and pin HTTPS depends on what terminates TLS.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
@@ -48,6 +53,7 @@ INSTALLED_APPS = [
     "template_partials",
     "ninja",  # the REST API docs' scripts served from here, not a CDN
     "axes",   # login throttling
+    "csp",    # the Content-Security-Policy header
     "dashboard",
 ]
 
@@ -64,10 +70,31 @@ MIDDLEWARE = [
     # extender (called by kube-scheduler) are marked login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 page.
     "axes.middleware.AxesMiddleware",
 ]
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------------------
+# Our own files only: the vendored htmx (django-htmx's static) and static/*.js, no inline
+# script, no eval, nothing from another origin. Style attributes are allowed (style-src-attr):
+# bars and countdowns set their width from data, and an attribute can neither run script nor
+# load anything (img-src and font-src stay 'self'); <style> elements, which could hide or
+# probe what a page shows, are not (htmx's injected indicator style is off: base.html).
+# connect-src 'self' covers the live pages' websockets on the same host.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF],
+    "script-src": [SELF],
+    "style-src": [SELF],
+    "style-src-attr": [UNSAFE_INLINE],
+    "img-src": [SELF, "data:"],   # data: for the API docs' (Swagger UI's) icons
+    "connect-src": [SELF],
+    "object-src": [NONE],
+    "base-uri": [NONE],
+    "form-action": [SELF],
+    "frame-ancestors": [NONE],
+}}
 
 # --- login throttling (django-axes) ---------------------------------------------------------
 # Axes' backend first: it refuses a locked-out username and address before any password is
