@@ -28,6 +28,7 @@ api.add_router("/events", "dashboard.api.events.router")
 api.add_router("/pools", "dashboard.pools.api.router")
 api.add_router("/statuses", "dashboard.api.statuses.router")
 api.add_router("/extender", "dashboard.extender.api.router")   # kube-scheduler's, no login
+api.add_router("/", "dashboard.api.unknown.router")   # last: what no router above serves
 
 
 def urls():
