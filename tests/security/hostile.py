@@ -1,13 +1,15 @@
 """What a hostile caller sends: text for every parameter, values of the wrong type for every
-field, and bodies that are not what a route reads. The sweeps send each of them everywhere."""
+field, and bodies that are not what a route reads. The sweeps send each of them everywhere,
+and check with `unchanged_state` that nothing changed."""
 import json
 
+# Markup that must never come back unescaped.
+MARKUP = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
 # Text for path segments, query values and string fields.
 STRINGS = [
     "", " ", "\x00", "a\x00b", "\x1b[31m", "\u202e\u200b", "ünïcødé-名前-🚀",
     "' OR '1'='1", "1; DROP TABLE dashboard_podrecord; --", "\" OR \"\"=\"", "%", "_%_", "\\",
-    "{{ 7*7 }}", "{% debug %}", "${7*7}", "#{7*7}", "<script>alert(1)</script>",
-    '"><img src=x onerror=alert(1)>', "../../etc/passwd", "x" * 5000,
+    "{{ 7*7 }}", "{% debug %}", "${7*7}", "#{7*7}", *MARKUP, "../../etc/passwd", "x" * 5000,
     "-1", "0", "1e309", "NaN", "-9223372036854775809", "9" * 400,
 ]
 # Values of the wrong type, or out of any range, for JSON fields.
@@ -47,3 +49,15 @@ def field_bodies(fields: list[str]) -> list[tuple[str, bytes]]:
             body[field] = value
             out.append((f"{field}={str(value)[:20]!r}", json.dumps(body).encode()))
     return out
+
+
+def unchanged_state():
+    """What no hostile request may change: the read model's pods and nodes, the owner's
+    cache (its counts, asked of it), the API tokens."""
+    from dashboard.feed.commands import send
+    from dashboard.models import ApiToken, NodeRecord, PodRecord
+    status = send("status", timeout=5)
+    return ({(p.uid, p.state, p.node) for p in PodRecord.objects.all()},
+            {(n.name, str(n.requested)) for n in NodeRecord.objects.all()},
+            {key: status[key] for key in ("pods", "assumed", "pending", "nodes")},
+            sorted(ApiToken.objects.values_list("digest", flat=True)))

@@ -1,38 +1,19 @@
 """Pods made in the simulated cluster with markup wherever the API server lets it through
-(labels, annotations, images) and with 10,000 labels reach the cache and the read model
+(annotations, images) and with 10,000 labels reach the cache and the read model
 through the real owner process; every page and API answer that shows them escapes them and
 stays fast."""
 import time
 
 import pytest
 from django.test import Client
-from kubernetes import client, config
 
 from dashboard.models import PodRecord
-from tests.live.livestack import Stack, child_env, clear_redis, synced_owner, wait_for
+from hostile import MARKUP
+from tests.live.livestack import wait_for
 
 pytestmark = [pytest.mark.timeout(300)]
 
-MARKUP = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
 FAST = 2.0     # seconds a page may take, on a busy 2-core machine
-
-
-@pytest.fixture
-def cluster(redis_url, transactional_db, tmp_path):
-    """A simulated cluster of 3 nodes and an owner process feeding the test database;
-    yields the official client on it."""
-    clear_redis()
-    kubeconfig = tmp_path / "kubeconfig"
-    stack = Stack(tmp_path, child_env(tmp_path, redis_url, kubeconfig, compare_period=3600))
-    try:
-        stack.cluster(kubeconfig, "--nodes", "3", "--pods", "0", "--zones", "1")
-        stack.owner("owner")
-        synced_owner()
-        api_client = config.new_client_from_config(config_file=str(kubeconfig))
-        yield client.CoreV1Api(api_client)
-        api_client.close()
-    finally:
-        stack.stop_all()
 
 
 def pod(name, labels, annotations=None, image="registry.k8s.io/pause:3.10", node=None):
@@ -44,7 +25,8 @@ def pod(name, labels, annotations=None, image="registry.k8s.io/pause:3.10", node
             "metadata": {"name": name, "labels": labels, "annotations": annotations or {}}}
 
 
-def test_markup_and_10000_labels_are_escaped_and_fast(cluster, operator, api_token):
+def test_markup_and_10000_labels_are_escaped_and_fast(live_cluster, operator, api_token):
+    cluster = live_cluster[1]
     node = cluster.list_node().items[0].metadata.name
     markup = {f"x.io/k{i}": text for i, text in enumerate(MARKUP)}
     made = {

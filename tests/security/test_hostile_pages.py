@@ -13,17 +13,15 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from dashboard.feed.commands import send
-from dashboard.models import ApiToken, AuditAction, NodeRecord, PodRecord
-from hostile import STRINGS, VALUES, bodies
-from routes import PARAMETER, fill, private_http_routes, websocket_routes
+from dashboard.models import AuditAction
+from hostile import MARKUP, STRINGS, VALUES, bodies, unchanged_state
+from routes import PARAMETER, private_http_routes, websocket_routes
 from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
 
 pytestmark = pytest.mark.timeout(600)
 
 BUDGET = 240                     # seconds each sweep may take
 HUGE = b"x" * (50 * 1024 * 1024)
-MARKUP = ["<script>alert(1)</script>", '"><img src=x onerror=alert(1)>']
 # Routes' parameters filled with things that exist, so the pages show their forms and links.
 EXISTING = {"uid": "uid-placed", "name": "n1", "action": "forget", "namespace": "team"}
 LOGIN = {"accounts/login/", "accounts/logout/"}   # swept on their own: they change the session
@@ -61,14 +59,6 @@ def parameters_of(client, route: str) -> set[str]:
     return names - {"csrfmiddlewaretoken"}
 
 
-def snapshot():
-    status = send("status", timeout=5)
-    return ({(p.uid, p.state, p.node) for p in PodRecord.objects.all()},
-            {(n.name, str(n.requested)) for n in NodeRecord.objects.all()},
-            {key: status[key] for key in ("pods", "assumed", "pending", "nodes")},
-            sorted(ApiToken.objects.values_list("digest", flat=True)))
-
-
 def check(failures, what, response):
     if response.status_code >= 500:
         failures.append(f"{what}: {response.status_code}")
@@ -86,7 +76,7 @@ def test_no_hostile_page_request_fails_or_changes_anything(scheduled, operator):
     assert {"state", "namespace", "node", "q", "sort"} <= parameters["pods/"]
     assert {"kind", "cause"} <= parameters["events/"]
     assert {"confirm", "action"} <= parameters["pods/<str:uid>/<str:action>/"]
-    before = snapshot()
+    before = unchanged_state()
     started = time.monotonic()
     failures, sent = [], 0
     for route in pages():
@@ -117,7 +107,7 @@ def test_no_hostile_page_request_fails_or_changes_anything(scheduled, operator):
         assert time.monotonic() - started < BUDGET, f"the sweep took over {BUDGET} s"
     print(f"{sent} hostile page requests in {time.monotonic() - started:.1f} s")
     assert failures == [], f"{len(failures)} bad answers, first: {failures[:20]}"
-    assert snapshot() == before
+    assert unchanged_state() == before
     assert not AuditAction.objects.filter(ok=True).exists()
 
 
