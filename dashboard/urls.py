@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from dashboard import pod_views, views
+from dashboard.login_form import LoginForm
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
 from dashboard.extender import views as extender
@@ -29,7 +30,8 @@ register_converter(AnySegment, "segment")
 handler400 = "dashboard.body_limit.bad_request"
 
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True,
+                                                         authentication_form=LoginForm),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api_urls()),

@@ -119,3 +119,11 @@ def test_an_unknown_id_in_a_list_revokes_nothing(operator):
         call_command("revoketoken", str(row.pk), str(row.pk + 1))
     assert ApiToken.objects.filter(pk=row.pk).exists()
     assert not AuditAction.objects.exists()
+
+
+def test_a_username_no_account_can_have_is_refused_by_the_form(client, viewer):
+    response = log_in(client, "guess", username="x" * 5000)
+    assert response.status_code == 200
+    assert "do not match" in response.content.decode()
+    from axes.models import AccessAttempt
+    assert not AccessAttempt.objects.exists()    # never reached authentication
