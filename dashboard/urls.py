@@ -4,18 +4,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from dashboard import pod_views, views
-from dashboard.login_form import LoginForm
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
-from dashboard.extender import views as extender
+from dashboard.login_form import LoginForm
 from dashboard.pools import views as pool_views
-
 
 
 class AnySegment:
     """One path segment holding any text, "/" and "%" included: percent-encoded in the URL
-    (plain names read as themselves). The extender tracks pods by the names kube-scheduler
-    sends, which nothing stops from holding a "/"."""
+    (plain names read as themselves), so a link to a pod's status never fails to be made
+    whatever the namespace and name it was tracked under."""
     regex = "[^/]+"
 
     def to_python(self, value: str) -> str:
@@ -48,7 +46,4 @@ urlpatterns = [
     path("statuses/", extender_pages.statuses, name="statuses"),
     path("statuses/<segment:namespace>/<segment:name>/", extender_pages.status_detail,
          name="status-detail"),
-    path("extender/filter", extender.filter_nodes, name="extender-filter"),
-    path("extender/bind", extender.bind, name="extender-bind"),
-    path("extender/preempt", extender.preempt, name="extender-preempt"),
 ]

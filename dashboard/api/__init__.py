@@ -27,7 +27,6 @@ api.add_router("/", "dashboard.api.cluster.router")   # /zones, /snapshot, /comp
 api.add_router("/events", "dashboard.api.events.router")
 api.add_router("/pools", "dashboard.pools.api.router")
 api.add_router("/statuses", "dashboard.api.statuses.router")
-api.add_router("/extender", "dashboard.extender.api.router")   # kube-scheduler's, no login
 api.add_router("/", "dashboard.api.unknown.router")   # last: what no router above serves
 
 

@@ -17,11 +17,6 @@ from routes import PUBLIC, fill, http_routes, private_http_routes, websocket_rou
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
 METHODS = ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"]
-# The web's extender doors answer kube-scheduler without a login: they are being removed
-# (only the owner's listener, with TLS and client certificates, will serve the extender).
-OPEN_EXTENDER_DOORS = {"extender/filter", "extender/bind", "extender/preempt",
-                       "api/v1/extender/filter", "api/v1/extender/bind",
-                       "api/v1/extender/preempt"}
 
 
 def refused(response) -> bool:
@@ -43,14 +38,7 @@ def anonymous_answers(client: Client, route: str) -> list[str]:
     return wrong
 
 
-def _walked(route):
-    if route in OPEN_EXTENDER_DOORS:
-        return pytest.param(route, marks=pytest.mark.xfail(
-            strict=True, reason="the web's extender doors take no credentials"))
-    return route
-
-
-@pytest.mark.parametrize("route", [_walked(route) for route in private_http_routes()])
+@pytest.mark.parametrize("route", private_http_routes())
 def test_an_anonymous_caller_is_refused_everywhere(client, route):
     assert anonymous_answers(client, route) == []
 
