@@ -12,8 +12,9 @@ from django.urls.resolvers import RoutePattern
 PARAMETER = re.compile(r"<(?:\w+:)?(\w+)>")
 
 # What answers without credentials, by design: logging in, and the probes that the
-# orchestrator calls (they tell whether the process is alive, not what it holds).
-PUBLIC = {"accounts/login/", "healthz", "readyz", "metrics"}
+# orchestrator calls (they tell whether the process is alive, not what it holds). Routes
+# as written in the URL conf, without their slashes.
+PUBLIC = {"accounts/login", "healthz", "readyz", "metrics"}
 
 
 def _walk(patterns, prefix=""):
@@ -38,8 +39,12 @@ def http_routes() -> list[str]:
     return list(_walk(get_resolver().url_patterns))
 
 
+def is_public(route: str) -> bool:
+    return route.strip("/") in PUBLIC
+
+
 def private_http_routes() -> list[str]:
-    return [route for route in http_routes() if route not in PUBLIC]
+    return [route for route in http_routes() if not is_public(route)]
 
 
 def websocket_routes() -> list[str]:

@@ -22,10 +22,10 @@ def odd_statuses(redis_url, transactional_db):
     clear_commands(client)
     pods = [make_pod(name, namespace=namespace, uid=f"uid-odd-{i}", requests={"cpu": "64"})
             for i, (namespace, name) in enumerate(ODD)]
-    with OwnerThread(client, [make_node("n1")], pods):
+    with OwnerThread(client, [make_node("n1")], pods) as owner:
         wait_for(lambda: send("status", timeout=5)["synced"], 30, "the owner")
         for pod in pods:
-            filter_call(pod, nodes=("n1",))
+            filter_call(owner, pod, nodes=("n1",))
         yield
     clear_commands(client)
 
