@@ -59,6 +59,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost but for security: every answer carries the policy, refusals included.
+    "csp.middleware.CSPMiddleware",
     # Before anything reads a body: one over SCHEDVIEW_MAX_BODY is a 413.
     "dashboard.body_limit.BodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -70,7 +72,6 @@ MIDDLEWARE = [
     # login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "csp.middleware.CSPMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # Last, as django-axes asks: turns a locked-out login into its 429 page.
     "axes.middleware.AxesMiddleware",

@@ -42,6 +42,7 @@ def test_a_page_form_over_the_limit_is_a_413_page(operator_client):
     assert response.status_code == 413
     assert "over the limit of 2,621,440 bytes" in response.content.decode()
     assert response["Content-Type"].startswith("text/html")
+    assert "script-src 'self'" in response["Content-Security-Policy"]
 
 
 def test_an_uploaded_file_counts_too(operator_client):
