@@ -17,10 +17,11 @@ http_application = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
 
 from dashboard.consumers import (EventsConsumer, NodeDetailConsumer, NodesConsumer,  # noqa: E402
-                                 OverviewConsumer, SnapshotConsumer, ZonesConsumer)
+                                 NoSuchSocket, OverviewConsumer, SnapshotConsumer,
+                                 ZonesConsumer)
 from dashboard.pod_consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
 from dashboard.pools.consumer import PoolsConsumer  # noqa: E402
 from dashboard.extender.consumer import StatusesConsumer  # noqa: E402
@@ -36,6 +37,7 @@ websocket_routes = [
     path("ws/pods/<str:uid>/", PodDetailConsumer.as_asgi()),
     path("ws/pools/", PoolsConsumer.as_asgi()),
     path("ws/statuses/", StatusesConsumer.as_asgi()),
+    re_path(r"", NoSuchSocket.as_asgi()),   # last: every other path
 ]
 
 application = ProtocolTypeRouter({

@@ -18,6 +18,7 @@ from dashboard import event_reads, live_hub, node_reads, read_model, snapshot_re
 from dashboard.feed.publisher import EVENTS_GROUP
 
 BAD_INPUT = 4400     # close code: the socket's URL asked for something that cannot be shown
+NOT_FOUND = 4404     # close code: no live page has a socket at that path
 BUFFERED = 5000      # events kept for an events page that has not said where it stands
 
 
@@ -70,6 +71,16 @@ class LiveConsumer(AsyncWebsocketConsumer):
         raise NotImplementedError
 
 
+class NoSuchSocket(AsyncWebsocketConsumer):
+    """Any path no live page serves: closed (4401 to an anonymous caller, as everywhere, else
+    4404), where Channels' router would fail the connection with an exception."""
+
+    async def connect(self):
+        user = self.scope.get("user")
+        await self.close(code=NOT_FOUND if user is not None and user.is_authenticated
+                         else 4401)
+
+
 class OverviewConsumer(LiveConsumer):
     """Keeps the overview's counts, owner status, snapshot and comparer panels live."""
 
@@ -103,7 +114,7 @@ class NodesConsumer(LiveConsumer):
 
     async def connect(self):
         page = _query(self.scope).get("page", "1")
-        if not page.isdigit() or int(page) < 1:
+        if not page.isdigit() or not 1 <= int(page) <= read_model.MAX_PAGE:
             await self.close(code=BAD_INPUT)
             return
         self.page = int(page)

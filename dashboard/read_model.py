@@ -32,6 +32,9 @@ from dashboard.models import (ComparerRun, NodeRecord, PodRecord, PodState, Snap
 
 GIB = 1024**3
 NODES_PER_PAGE = 200    # the nodes page's and the REST list's
+# The highest page number a list takes: past any count of rows, with an offset that still
+# fits the 64-bit numbers of SQL and of the owner's JSON commands.
+MAX_PAGE = 1_000_000
 RECENT = timedelta(minutes=5)   # "expired/forgotten in the last 5 minutes"
 STATES = [state.value for state in PodState]  # Pending, Assumed, Added, Expired, Forgotten
 

@@ -4,14 +4,17 @@ With nothing set this is the embedded default of `make run`: DEBUG on,
 SQLite and an embedded Redis (started by `manage.py up`) under `var/`.
 Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL.
 """
+from datetime import timedelta
 import os
 from pathlib import Path
 import re
 import tempfile
 
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from dashboard.embedded_secret import embedded_secret_key
 from dashboard.redis_urls import redis_settings, unix_url
 
 env = environ.Env()
@@ -25,13 +28,16 @@ SECRET_KEY = env.str("SECRET_KEY", default="")
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "insecure-key-for-debug-only"
+    SECRET_KEY = embedded_secret_key(VAR_DIR / "secret-key")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 # Cookies travel over HTTPS only outside DEBUG; the embedded default is plain http.
 SESSION_COOKIE_SECURE = not DEBUG
 CSRF_COOKIE_SECURE = not DEBUG
+# No script of ours reads either cookie (forms carry the CSRF token), so none may.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
 # Off by default: whether to redirect and pin HTTPS depends on what terminates TLS.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
@@ -54,11 +60,17 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "ninja",  # the REST API docs' scripts served from here, not a CDN
+    "axes",   # login throttling
+    "csp",    # the Content-Security-Policy header
     "dashboard",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outermost but for security: every answer carries the policy, refusals included.
+    "csp.middleware.CSPMiddleware",
+    # Before anything reads a body: one over SCHEDVIEW_MAX_BODY is a 413.
+    "dashboard.body_limit.BodyLimitMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -71,7 +83,54 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------------------
+# Our own files only: the vendored htmx (django-htmx's static) and static/*.js, no inline
+# script, no eval, nothing from another origin. Style attributes are allowed (style-src-attr):
+# bars and countdowns set their width from data, and an attribute can neither run script nor
+# load anything (img-src and font-src stay 'self'); <style> elements, which could hide or
+# probe what a page shows, are not (htmx's injected indicator style is off: base.html).
+# connect-src 'self' covers the live pages' websockets on the same host.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF],
+    "script-src": [SELF],
+    "style-src": [SELF],
+    "style-src-attr": [UNSAFE_INLINE],
+    "img-src": [SELF, "data:"],   # data: for the API docs' (Swagger UI's) icons
+    "connect-src": [SELF],
+    "object-src": [NONE],
+    "base-uri": [NONE],
+    "form-action": [SELF],
+    "frame-ancestors": [NONE],
+}}
+
+# --- login throttling (django-axes) ---------------------------------------------------------
+# Axes' backend first: it refuses a locked-out username and address before any password is
+# checked. A username is locked from one address after SCHEDVIEW_LOGIN_FAILURES wrong
+# passwords, for SCHEDVIEW_LOGIN_LOCKOUT seconds (by the pair, so a guesser elsewhere cannot
+# lock the operator out). Every failure is logged (logger axes.handlers.database, WARNING).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("SCHEDVIEW_LOGIN_FAILURES", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.float("SCHEDVIEW_LOGIN_LOCKOUT", default=900.0))
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
+    raise ImproperlyConfigured("SCHEDVIEW_LOGIN_FAILURES must be 1 or more and "
+                               "SCHEDVIEW_LOGIN_LOCKOUT positive")
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+# The log names the username tried and the address (axes masks both by default): who is
+# guessing is what an operator reading it needs. Passwords are never logged.
+AXES_SENSITIVE_PARAMETERS = []
+
+# Bytes a request body may have (every route; Django's form limit is the same number).
+SCHEDVIEW_MAX_BODY = env.int("SCHEDVIEW_MAX_BODY", default=2_621_440)
+if SCHEDVIEW_MAX_BODY < 1:
+    raise ImproperlyConfigured("SCHEDVIEW_MAX_BODY must be a positive number of bytes")
+DATA_UPLOAD_MAX_MEMORY_SIZE = SCHEDVIEW_MAX_BODY
 
 ROOT_URLCONF = "dashboard.urls"
 LOGIN_URL = "login"

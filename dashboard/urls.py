@@ -1,13 +1,35 @@
+from urllib.parse import quote, unquote
+
 from django.contrib.auth import views as auth_views
-from django.urls import path
+from django.urls import path, register_converter
 
 from dashboard import pod_views, views
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
+from dashboard.login_form import LoginForm
 from dashboard.pools import views as pool_views
 
+
+class AnySegment:
+    """One path segment holding any text, "/" and "%" included: percent-encoded in the URL
+    (plain names read as themselves), so a link to a pod's status never fails to be made
+    whatever the namespace and name it was tracked under."""
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return unquote(value)
+
+    def to_url(self, value: str) -> str:
+        return quote(value, safe="")
+
+
+register_converter(AnySegment, "segment")
+
+handler400 = "dashboard.body_limit.bad_request"
+
 urlpatterns = [
-    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True),
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True,
+                                                         authentication_form=LoginForm),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api_urls()),
@@ -22,6 +44,6 @@ urlpatterns = [
     path("pods/<str:uid>/<str:action>/", pod_views.pod_action, name="pod-action"),
     path("pools/", pool_views.pools_page, name="pools"),
     path("statuses/", extender_pages.statuses, name="statuses"),
-    path("statuses/<str:namespace>/<str:name>/", extender_pages.status_detail,
+    path("statuses/<segment:namespace>/<segment:name>/", extender_pages.status_detail,
          name="status-detail"),
 ]

@@ -14,6 +14,7 @@ api = NinjaAPI(
     description="The scheduler cache: pods and their state machine, nodes, zones, snapshots, "
                 "events, the comparer, and actions on assumed pods.",
     auth=auth.token_or_session,
+    docs_decorator=auth.documents_for_callers,
     urls_namespace="api-v1",
 )
 errors.install(api)
@@ -26,11 +27,14 @@ api.add_router("/", "dashboard.api.cluster.router")   # /zones, /snapshot, /comp
 api.add_router("/events", "dashboard.api.events.router")
 api.add_router("/pools", "dashboard.pools.api.router")
 api.add_router("/statuses", "dashboard.api.statuses.router")
+api.add_router("/", "dashboard.api.unknown.router")   # last: what no router above serves
 
 
 def urls():
-    """The API's URL patterns, exempt from the pages' login redirect: it answers 401 itself."""
+    """The API's URL patterns, exempt from the pages' login redirect: it answers 401 itself.
+    Its root, no operation (django-ninja's 404 naming the docs), keeps the redirect."""
     patterns, app_name, namespace = api.urls
     for pattern in patterns:
-        pattern.callback.login_required = False
+        if pattern.name != "api-root":
+            pattern.callback.login_required = False
     return patterns, app_name, namespace

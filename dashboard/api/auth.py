@@ -5,11 +5,13 @@ CSRF token on unsafe methods, so a page on another site cannot act through a
 logged-in operator's browser.
 """
 from datetime import timedelta
+from functools import wraps
 
+from django.http import JsonResponse
 from django.utils import timezone
 from ninja.security import HttpBearer, SessionAuth
 
-from dashboard.api.errors import ApiError
+from dashboard.api.errors import UNAUTHENTICATED, ApiError
 from dashboard.models import ApiToken
 
 ACT_PERMISSION = "dashboard.act_on_pods"
@@ -37,3 +39,14 @@ def require_act(request) -> None:
 
 
 token_or_session = [BearerToken(), SessionAuth()]
+
+
+def documents_for_callers(view):
+    """The schema and docs (django-ninja's `docs_decorator`): shown only to a caller the API
+    would answer, since they map every door it has."""
+    @wraps(view)
+    def guarded(request, *args, **kwargs):
+        if not any(check(request) for check in token_or_session):
+            return JsonResponse({"error": UNAUTHENTICATED}, status=401)
+        return view(request, *args, **kwargs)
+    return guarded

@@ -1,18 +1,25 @@
 """Every API error is JSON `{"error": message}` with the status that says why.
 
 Tools branch on the status (400 bad input, 401/403, 404, 409 a refused
-transition, 503 no cache owner or no database) and show the message to people; no error
+transition, 413 a body too big, 503 no cache owner or no database) and show the message to
+people; no error
 ever comes back as an HTML page or a traceback.
 """
 import logging
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
+from dashboard.body_limit import too_big_message
 from dashboard.database_down import unavailable
 
 log = logging.getLogger(__name__)
+
+UNAUTHENTICATED = ("authentication required: send 'Authorization: Bearer <token>' "
+                   "or log in (with the CSRF token for changes)")
 
 
 class ApiError(Exception):
@@ -44,8 +51,7 @@ def install(api) -> None:
 
     @api.exception_handler(AuthenticationError)
     def unauthenticated(request, exc):
-        return reply(request, 401, "authentication required: send 'Authorization: Bearer <token>' "
-                                   "or log in (with the CSRF token for changes)")
+        return reply(request, 401, UNAUTHENTICATED)
 
     @api.exception_handler(AuthorizationError)
     def forbidden(request, exc):
@@ -54,6 +60,14 @@ def install(api) -> None:
     @api.exception_handler(Http404)
     def not_found(request, exc):
         return reply(request, 404, str(exc) or "not found")
+
+    @api.exception_handler(SuspiciousOperation)
+    def suspicious(request, exc):
+        """A body over the limit (sent chunked, so measured once read; body_limit refuses a
+        declared one first), too many fields: the request's fault, never a 500."""
+        if isinstance(exc, RequestDataTooBig):
+            return reply(request, 413, too_big_message(settings.SCHEDVIEW_MAX_BODY))
+        return reply(request, 400, str(exc) or "malformed request")
 
     @api.exception_handler(HttpError)
     def http_error(request, exc):

@@ -15,10 +15,10 @@ from dashboard.api.schemas import READ_ERRORS, ErrorOut, Name, PageInfo, example
 from dashboard.extender import status_reads
 from dashboard.extender.statuses import STATES
 from dashboard.feed.commands import CommandError
+from dashboard.read_model import MAX_PAGE
 
 router = Router(tags=["statuses"])
 
-MAX_PAGE = 1_000_000
 STATUS_ERRORS = {**READ_ERRORS, 503: ErrorOut}
 
 

@@ -20,8 +20,7 @@ class StatusesConsumer(LiveConsumer):
         self.state, self.page = query.get("state", ""), query.get("page", "1")
         try:
             status_reads.check_state(self.state)
-            if not self.page.isdigit() or int(self.page) < 1:
-                raise status_reads.BadStatusQuery("page must be a whole number, 1 or more")
+            status_reads.check_page(self.page)
         except status_reads.BadStatusQuery:
             await self.close(code=BAD_INPUT)
             return

@@ -25,9 +25,7 @@ def query_of(state: str) -> str:
 
 def list_context(state: str, page) -> dict:
     """Everything the list partial shows; raises BadStatusQuery or CommandError."""
-    if not (isinstance(page, int) or (isinstance(page, str) and page.isdigit())):
-        raise status_reads.BadStatusQuery("page must be a whole number, 1 or more")
-    listing = status_reads.statuses_page(state, int(page))
+    listing = status_reads.statuses_page(state, status_reads.check_page(page))
     query = query_of(state)
     return {"listing": listing, "query": query,
             "pager_query": f"{query}&" if query else "",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 
 from dashboard.feed.commands import send
+from dashboard.read_model import MAX_PAGE
 
 from .handlers import MAX_LIMIT
 from .statuses import STATES
@@ -31,6 +32,15 @@ def check_state(state: str) -> str:
     return state
 
 
+def check_page(page) -> int:
+    """A page number from a query (text) or a caller (int): 1 to MAX_PAGE."""
+    if isinstance(page, str) and page.isdigit():
+        page = int(page)
+    if not isinstance(page, int) or not 1 <= page <= MAX_PAGE:
+        raise BadStatusQuery(f"page must be a whole number from 1 to {MAX_PAGE:,}")
+    return page
+
+
 @dataclass
 class StatusPage:
     items: list           # status summaries (statuses.PodScheduleStatus.summary)
@@ -43,8 +53,9 @@ class StatusPage:
 def statuses_page(state: str = "", number: int = 1, per_page: int = PER_PAGE) -> StatusPage:
     """One page of the statuses matching `state`; a page past the last gives the last."""
     check_state(state)
-    if number < 1 or not 1 <= per_page <= MAX_PER_PAGE:
-        raise BadStatusQuery(f"page must be 1 or more, per_page from 1 to {MAX_PER_PAGE}")
+    check_page(number)
+    if not 1 <= per_page <= MAX_PER_PAGE:
+        raise BadStatusQuery(f"per_page must be from 1 to {MAX_PER_PAGE}")
     args = {"limit": per_page, "offset": (number - 1) * per_page}
     if state:
         args["state"] = state

@@ -39,9 +39,10 @@ def strict(operation) -> bool:
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 def test_no_input_makes_the_api_fail(owner, api_token, mode):
     pod_record("fuzzed", state="Assumed", node="node-b")
-    schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application(),
-                                           config=SchemathesisConfig.from_dict(CONFIG))
     headers = {"Authorization": f"Bearer {api_token}"}
+    schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application(),
+                                           config=SchemathesisConfig.from_dict(CONFIG),
+                                           headers=headers)
     operations = [result.ok() for result in schema.get_all_operations()]
     assert sum(map(strict, operations)) == 11
     for operation in operations:

@@ -22,4 +22,9 @@ NOTE_LIVE_SOCKET = 'document.addEventListener("htmx:wsOpen", () => { window.__li
 
 def wait_live(page):
     """Wait until the page's live socket is open: changes from then on reach it."""
-    page.wait_for_function("window.__live === true")
+    page.wait_for_function("() => window.__live === true")   # a function: a bare expression would be eval'd, which the CSP refuses
+
+
+def is_csp_violation(console_text: str) -> bool:
+    """Chromium's console message when the Content-Security-Policy refused something."""
+    return "Content Security Policy" in console_text

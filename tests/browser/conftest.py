@@ -20,7 +20,8 @@ from kubernetes import client, config
 from playwright.sync_api import expect, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
-from browserkit import NOTE_LIVE_SOCKET, SCREENSHOTS, TIMEOUT_MS, log_in  # noqa: E402
+from browserkit import (NOTE_LIVE_SOCKET, SCREENSHOTS, TIMEOUT_MS, is_csp_violation,  # noqa: E402
+                        log_in)
 from livestack import Stack, child_env, clear_redis, synced_owner  # noqa: E402
 
 # Playwright's sync API keeps an event loop running in this thread; Django would then refuse
@@ -114,17 +115,21 @@ def signed_in(browser, stack, operator_account):
 
 @pytest.fixture
 def page(browser, stack, signed_in):
-    """A fresh laptop-sized tab logged in as the operator; fails the test on page errors."""
+    """A fresh laptop-sized tab logged in as the operator; fails the test on page errors and
+    on anything the Content-Security-Policy refused (Chromium reports it on the console)."""
     context = browser.new_context(storage_state=signed_in, base_url=stack.web_url,
                                   viewport={"width": 1366, "height": 800})
     context.set_default_timeout(TIMEOUT_MS)
     context.add_init_script(NOTE_LIVE_SOCKET)
     tab = context.new_page()
-    errors = []
+    errors, refused = [], []
     tab.on("pageerror", lambda error: errors.append(str(error)))
+    tab.on("console", lambda message: refused.append(message.text)
+           if is_csp_violation(message.text) else None)
     yield tab
     context.close()
     assert not errors, f"JavaScript errors on the page: {errors}"
+    assert not refused, f"refused by the Content-Security-Policy: {refused}"
 
 
 @pytest.fixture

@@ -95,6 +95,8 @@ def test_first_login_makes_an_operator_once(tmp_path, django_user_model):
     password = (tmp_path / "operator-password").read_text().strip()
     assert password in message
     from django.contrib.auth import authenticate
-    user = authenticate(username="operator", password=password)
+    from django.test import RequestFactory
+    user = authenticate(RequestFactory().post("/accounts/login/"), username="operator",
+                        password=password)   # django-axes watches logins: it needs the request
     assert user.has_perm("dashboard.act_on_pods")
     assert first_login(tmp_path) == message  # a second start keeps the same account

@@ -1,0 +1,129 @@
+"""Guessing passwords locks the guesser out (django-axes), every failure is logged; tokens
+are listed with their last use and revoked by a command."""
+import logging
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client, override_settings
+
+from dashboard.models import ApiToken, AuditAction
+
+pytestmark = pytest.mark.django_db
+
+
+def log_in(client, password, username="viewer", address="203.0.113.7"):
+    return client.post("/accounts/login/", {"username": username, "password": password},
+                       REMOTE_ADDR=address)
+
+
+def test_the_right_password_after_too_many_wrong_ones_is_refused(client, viewer, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert log_in(client, "guess").status_code == 200        # the form, saying no
+    locked = log_in(client, "guess")
+    assert locked.status_code == 429
+    assert "Too many wrong passwords" in locked.content.decode()
+    assert log_in(client, "viewer-password").status_code == 429
+    assert client.get("/nodes/").status_code == 302               # still not logged in
+
+
+def test_a_lockout_holds_for_that_user_from_that_address_only(client, viewer, settings,
+                                                             django_user_model):
+    django_user_model.objects.create_user("other", password="other-password")
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        log_in(client, "guess")
+    assert log_in(Client(), "other-password", username="other").status_code == 302
+    assert log_in(Client(), "viewer-password", address="198.51.100.1").status_code == 302
+
+
+def test_a_success_before_the_limit_starts_the_count_again(client, viewer, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        log_in(client, "guess")
+    assert log_in(client, "viewer-password").status_code == 302
+    client.post("/accounts/logout/")
+    for _ in range(settings.AXES_FAILURE_LIMIT - 1):
+        assert log_in(client, "guess").status_code == 200
+    assert log_in(client, "viewer-password").status_code == 302
+
+
+@override_settings(AXES_COOLOFF_TIME=__import__("datetime").timedelta(seconds=30))
+def test_the_lockout_ends_after_the_cool_off(client, viewer, settings):
+    from axes.models import AccessAttempt
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        log_in(client, "guess")
+    assert log_in(client, "viewer-password").status_code == 429
+    # Age the attempts past the cool-off instead of waiting for it.
+    from django.utils import timezone
+    AccessAttempt.objects.update(attempt_time=timezone.now() - settings.AXES_COOLOFF_TIME * 2)
+    assert log_in(client, "viewer-password").status_code == 302
+
+
+def test_every_failure_is_logged_with_who_and_from_where(client, viewer, caplog):
+    with caplog.at_level(logging.WARNING, logger="axes"):
+        log_in(client, "guess")
+        log_in(client, "guess again")
+    failures = [r.getMessage() for r in caplog.records if "login failure" in r.getMessage()]
+    assert len(failures) == 2
+    assert all("viewer" in line and "203.0.113.7" in line for line in failures)
+    assert "guess" not in " ".join(failures)    # never the password tried
+
+
+# --- tokens ----------------------------------------------------------------------------------
+def test_tokens_are_listed_with_their_last_use_and_never_the_token(operator, viewer, capsys):
+    used, token = ApiToken.issue(operator, "ci")
+    _, unused = ApiToken.issue(viewer, "laptop")
+    Client().get("/api/v1/me", HTTP_AUTHORIZATION=f"Bearer {token}")
+    call_command("apitokens")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "id\tuser\tname\tmade\tlast used"
+    rows = {line.split("\t")[1]: line.split("\t") for line in lines[1:]}
+    assert rows["operator"][2] == "ci" and rows["operator"][4] != "never"
+    assert rows["viewer"][2] == "laptop" and rows["viewer"][4] == "never"
+    assert token not in "\n".join(lines) and unused not in "\n".join(lines)
+    call_command("apitokens", "--user", "viewer")
+    assert [line.split("\t")[1] for line in capsys.readouterr().out.splitlines()[1:]] == ["viewer"]
+
+
+def test_a_revoked_token_is_refused_at_once_and_the_audit_says_so(operator, capsys):
+    row, token = ApiToken.issue(operator, "ci")
+    _, kept = ApiToken.issue(operator, "other")
+    tool = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert tool.get("/api/v1/me").status_code == 200
+    call_command("revoketoken", str(row.pk))
+    assert f"revoked token {row.pk} of operator (ci)" in capsys.readouterr().out
+    assert tool.get("/api/v1/me").status_code == 401
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {kept}").get("/api/v1/me").status_code == 200
+    audit = AuditAction.objects.get(action="revoke_token")
+    assert (audit.target, audit.ok, audit.message) == (f"token {row.pk} of operator", True, "ci")
+
+
+def test_revoking_every_token_of_a_user(operator, viewer):
+    tokens = [ApiToken.issue(operator, name)[1] for name in ("a", "b")]
+    _, theirs = ApiToken.issue(viewer)
+    call_command("revoketoken", "--user", "operator")
+    for token in tokens:
+        assert Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/me").status_code == 401
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {theirs}").get("/api/v1/me").status_code == 200
+
+
+@pytest.mark.parametrize("args, message", [((), "one of them"), (("1", "--user", "x"), "one of them"),
+                                           (("--user", "nobody"), "has no token")])
+def test_a_bad_revocation_says_why(operator, args, message):
+    with pytest.raises(CommandError, match=message):
+        call_command("revoketoken", *args)
+
+
+def test_an_unknown_id_in_a_list_revokes_nothing(operator):
+    row, token = ApiToken.issue(operator)
+    with pytest.raises(CommandError, match=f"no token with id {row.pk + 1}"):
+        call_command("revoketoken", str(row.pk), str(row.pk + 1))
+    assert ApiToken.objects.filter(pk=row.pk).exists()
+    assert not AuditAction.objects.exists()
+
+
+def test_a_username_no_account_can_have_is_refused_by_the_form(client, viewer):
+    response = log_in(client, "guess", username="x" * 5000)
+    assert response.status_code == 200
+    assert "do not match" in response.content.decode()
+    from axes.models import AccessAttempt
+    assert not AccessAttempt.objects.exists()    # never reached authentication
