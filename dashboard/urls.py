@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from dashboard import pod_views, views
+from dashboard import health_views, pod_views, views
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
 from dashboard.extender import views as extender
@@ -12,6 +12,11 @@ urlpatterns = [
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api_urls()),
+    path("healthz", health_views.healthz, name="healthz"),
+    path("readyz", health_views.readyz, name="readyz"),
+    path("metrics", health_views.metrics, name="metrics"),
+    path("health/banner/", health_views.banner, name="health-banner"),
+    path("health/series/", health_views.series, name="health-series"),
     path("", views.overview, name="overview"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),

@@ -23,6 +23,7 @@ from schedcache.podinfo import make_pod_info, unpack_pod_info
 
 from dashboard.feed.commands import CommandError, CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
+from dashboard.feed.owner_metrics import OwnerMetrics
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
 
@@ -114,6 +115,7 @@ class CacheOwner:
         self._listing = {}            # kind -> (keys, annotated pods) of a paged list so far
         self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
+        self.metrics = OwnerMetrics()  # what /metrics shows, fed at each flush
         self.seq_base = seq_base      # sequence numbers continue across owners
         self.epoch = epoch            # stamped on every row this owner writes
         self.pending = {}             # uid -> pod: unbound pods the cache does not hold
@@ -385,13 +387,14 @@ class CacheOwner:
     def register(self, handlers: dict, cause: str = None):
         """Serve more commands; the transitions they make are recorded with `cause`
         (by default the actor's: bind, reaper, owner, or operator for a person or tool)."""
-        def caused(handler):
+        def caused(op, handler):
             def run(args, actor):
                 self.stats["commands"] += 1
                 self._as(cause or _COMMAND_CAUSES.get(actor, "operator"), actor)
-                return handler(args, actor)
+                with self.metrics.timing(op):
+                    return handler(args, actor)
             return run
-        self.commands.handlers.update({op: caused(h) for op, h in handlers.items()})
+        self.commands.handlers.update({op: caused(op, h) for op, h in handlers.items()})
 
     def _aggregates(self, node):
         info = self.cache.node_info(node)
@@ -608,6 +611,7 @@ class CacheOwner:
                 and not self._dirty_pods and not self._dirty_nodes):
             batch.prune_epoch, self._pruned = self.epoch, True
         status = self.status()
+        self.metrics.record_flush(events, status, batch.comparer_runs)
         publish = None
         if self.publisher is not None:
             publish = functools.partial(self.publisher.publish, published, status)

@@ -170,12 +170,15 @@ def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
     return bool(applied or served)
 
 
-def run(stop: threading.Event, redis, lock=None, clock=time.time):
-    """Own the cache until `stop` is set or the lease is lost."""
+def run(stop: threading.Event, redis, lock=None, clock=time.time, probes=None):
+    """Own the cache until `stop` is set or the lease is lost; `probes` (the watch
+    command's OwnerProbes) hears of the owner and of every turn of the loop."""
     tune_gc()
     tune_switching()
     writer = ProjectionWriter().start()
     owner = build_owner(redis, writer, clock)
+    if probes is not None:
+        probes.lead(owner)
     # The reflectors parse and digest in a process of their own: this one only applies.
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()
@@ -192,6 +195,8 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time):
     try:
         while not stop.is_set():
             step(owner, deadlines, lock, clock, calls)
+            if probes is not None:
+                probes.heartbeat.turned()
             if not frozen and all(owner.synced.values()) and owner.feed.empty():
                 settle_heap()
                 frozen = True

@@ -20,6 +20,7 @@ from kubernetes import client
 from dashboard.pools.claimer import ApiClaimer
 from dashboard.pools.feed import PoolFeed, pool_reflector
 from dashboard.pools.transport import STATUS_KEY, ClaimServer
+from dashboard.probes import Heartbeat
 from warmpool import PoolScheduler
 
 log = logging.getLogger("dashboard.pools")
@@ -53,6 +54,8 @@ class PoolsProcess:
         self.redis = redis
         self.layer = layer
         self._shown = None
+        self.statuses_shown = {}   # as last published: what /metrics reads
+        self.heartbeat = Heartbeat("pools loop")
 
     def _make_scheduler(self, pool, members) -> PoolScheduler:
         log.info("pool %s: scheduler started", pool)
@@ -63,6 +66,7 @@ class PoolsProcess:
         next_publish = 0.0
         try:
             while not stop.is_set():
+                self.heartbeat.turned()
                 if not self.claims.serve(SERVE_WAIT) and not self.feed.schedulers:
                     stop.wait(SERVE_WAIT)
                 if time.monotonic() >= next_publish:
@@ -76,6 +80,7 @@ class PoolsProcess:
 
     def publish(self) -> None:
         statuses = self.statuses()
+        self.statuses_shown = statuses
         self.claims.publish_status(statuses)
         shown = panel_fingerprint(statuses)
         counting_down = any(s["reservations"] for s in statuses.values())

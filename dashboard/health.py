@@ -1,0 +1,378 @@
+"""Is the scheduler healthy? One model of it: checks, each ok, warn or fail, with a line
+saying why and a link to the cause.
+
+Why one module: the banner on every page, the overview's health panel, `GET
+/api/v1/health`, the samples behind the charts and the web's /metrics all judge the
+same way. Each check is a plain function of the figures passed in (unit-tested with
+made-up figures); `gather()` reads those figures (the owner's status in Redis, the
+pools' status, a few indexed queries: nothing per pod) and judges them.
+
+The thresholds are settings (SCHEDVIEW_HEALTH_*, see the README), most a "warn,fail"
+pair.
+"""
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+import redis
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count
+from django.urls import reverse
+from django.utils import timezone
+
+from dashboard.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
+from dashboard.pools.transport import read_status as read_pools_status
+from dashboard.read_model import OwnerStatus, ago, owner_status
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+_RANK = {OK: 0, WARN: 1, FAIL: 2}
+REACH_TIMEOUT = 1.0      # seconds the database and Redis have to answer a probe
+# Transitions that are scheduling progress: a pod assumed by the extender, or bound by
+# a scheduler that does not assume through us (the watch adds it to the cache).
+PROGRESS_KINDS = ("pod_assumed", "pod_added")
+# Every check's name, in the order they are judged.
+CHECKS = ("redis", "database", "owner", "feed", "read_model", "scheduling", "binds_stuck",
+          "comparer", "bind_failures", "pools")
+MIN_BIND_OUTCOMES = 10   # fewer binds ended in the window: too few to judge a rate
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str       # what is checked: owner, feed, read_model, scheduling, ...
+    title: str      # as people say it
+    level: str      # ok, warn or fail
+    message: str    # one line: what is wrong, or that it is fine
+    link: str = ""  # the page (or pod) where the cause shows
+
+    @property
+    def ok(self) -> bool:
+        return self.level == OK
+
+
+@dataclass(frozen=True)
+class Health:
+    checks: tuple[Check, ...]
+    at: float   # epoch seconds it was judged
+
+    @property
+    def level(self) -> str:
+        return max((check.level for check in self.checks), key=_RANK.__getitem__, default=OK)
+
+    @property
+    def problems(self) -> list[Check]:
+        """The checks not ok, failures first."""
+        return sorted((c for c in self.checks if not c.ok), key=lambda c: -_RANK[c.level])
+
+    def as_dict(self) -> dict:
+        return {"level": self.level, "at": self.at,
+                "checks": [asdict(check) for check in self.checks]}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    feed_backlog: tuple[float, float]
+    read_model_backlog: tuple[float, float]
+    stuck_binds: tuple[float, float]
+    bind_failures: tuple[float, float]   # percent
+    pool_queue: tuple[float, float]      # percent of capacity
+    window: float                        # seconds
+    comparer_stale: float                # seconds
+
+    @classmethod
+    def from_settings(cls) -> "Thresholds":
+        return cls(settings.SCHEDVIEW_HEALTH_FEED_BACKLOG,
+                   settings.SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG,
+                   settings.SCHEDVIEW_HEALTH_STUCK_BINDS, settings.SCHEDVIEW_HEALTH_BIND_FAILURES,
+                   settings.SCHEDVIEW_HEALTH_POOL_QUEUE, settings.SCHEDVIEW_HEALTH_WINDOW,
+                   settings.SCHEDVIEW_HEALTH_COMPARER_STALE)
+
+
+def graded(value: float, pair: tuple[float, float]) -> str:
+    warn, fail = pair
+    return FAIL if value >= fail else WARN if value >= warn else OK
+
+
+def _pod_link(uid: str | None, fallback: str) -> str:
+    return reverse("pod-detail", args=[uid]) if uid else fallback
+
+
+def _overview(anchor: str) -> str:
+    return f"{reverse('overview')}#{anchor}"
+
+
+# --- the checks, each a function of the figures passed in ----------------------------------
+def owner_check(owner: OwnerStatus) -> Check:
+    link = _overview("owner-status")
+    if owner.state == "unreachable":
+        return Check("owner", "Cache owner", FAIL,
+                     f"Owner status unknown: Redis did not answer ({owner.error})", link)
+    if not owner.live:
+        return Check("owner", "Cache owner", FAIL,
+                     "No cache owner has reported in the last 10 s: is `manage.py watch` "
+                     "running and leading?", link)
+    if not owner.synced:
+        return Check("owner", "Cache owner", WARN, "The owner leads but is still listing the "
+                     "cluster: the cache is incomplete", link)
+    return Check("owner", "Cache owner", OK, f"Leading and synced (reported {owner.reported})",
+                 link)
+
+
+def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
+    link = _overview("owner-status")
+    backlog = owner.feed_backlog
+    if not owner.live or backlog is None:
+        return Check("feed", "Watch feed", OK, "No owner reports a feed", link)
+    level = graded(backlog, thresholds.feed_backlog)
+    message = (f"{backlog:,} watch events wait to be applied to the cache" if level != OK
+               else f"Keeping up ({backlog:,} waiting)")
+    return Check("feed", "Watch feed", level, message, link)
+
+
+def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
+    link = _overview("owner-status")
+    backlog = owner.read_model_backlog
+    if not owner.live or backlog is None:
+        return Check("read_model", "Pages' data", OK, "No owner reports a backlog", link)
+    level = graded(backlog, thresholds.read_model_backlog)
+    message = (f"{backlog:,} changes are not on these pages yet: the database writes lag"
+               if level != OK else f"Up to date ({backlog:,} changes being written)")
+    return Check("read_model", "Pages' data", level, message, link)
+
+
+@dataclass(frozen=True)
+class SchedulingProgress:
+    pending: int | None        # pending pods now (None: unknown)
+    pending_then: int | None   # at the start of the window, from the samples
+    progressed: bool           # any pod assumed or bound within the window
+    oldest_pending: str | None  # its uid, the pod to look at
+    window: float              # seconds
+
+
+def scheduling_check(progress: SchedulingProgress) -> Check:
+    """Stalled: pending grew over the window while no pod was assumed or bound."""
+    link = _pod_link(progress.oldest_pending, f"{reverse('pods')}?state=Pending")
+    window = ago(progress.window).removesuffix(" ago")
+    if progress.pending is None:
+        return Check("scheduling", "Scheduling", OK, "Pending pods unknown", link)
+    if progress.progressed or not progress.pending:
+        return Check("scheduling", "Scheduling", OK,
+                     f"Progressing ({progress.pending:,} pending)", link)
+    if progress.pending_then is not None and progress.pending > progress.pending_then:
+        return Check("scheduling", "Scheduling", FAIL,
+                     f"Stalled: pending grew {progress.pending_then:,} -> {progress.pending:,} "
+                     f"in {window} and no pod was assumed or bound", link)
+    return Check("scheduling", "Scheduling", OK,
+                 f"{progress.pending:,} pending, none placed in {window}, not growing", link)
+
+
+def stuck_binds_check(stuck: int | None, oldest_stuck: str | None,
+                      thresholds: Thresholds) -> Check:
+    link = _pod_link(oldest_stuck, f"{reverse('pods')}?state=Assumed")
+    if not stuck:
+        return Check("binds_stuck", "Stuck binds", OK, "No assumed pod waits on its bind", link)
+    level = graded(stuck, thresholds.stuck_binds)
+    return Check("binds_stuck", "Stuck binds", level,
+                 f"{stuck:,} assumed pod{'s' if stuck != 1 else ''} whose bind has not "
+                 f"finished in time", link)
+
+
+def comparer_check(run: ComparerRun | None, now: datetime, thresholds: Thresholds) -> Check:
+    link = _overview("comparer")
+    if run is None:
+        return Check("comparer", "Cache vs cluster", OK, "No comparison yet", link)
+    age = (now - run.at).total_seconds()
+    error = getattr(run, "error", "") or ""
+    if error:
+        return Check("comparer", "Cache vs cluster", FAIL,
+                     f"The last comparison failed ({ago(age)}): {error}", link)
+    if age > thresholds.comparer_stale:
+        return Check("comparer", "Cache vs cluster", WARN,
+                     f"The last comparison is stale: {ago(age)}", link)
+    if not run.clean:
+        return Check("comparer", "Cache vs cluster", WARN,
+                     f"The cache drifted from the cluster ({ago(age)}); the owner relists", link)
+    return Check("comparer", "Cache vs cluster", OK, f"Clean ({ago(age)})", link)
+
+
+def bind_failures_check(finished: int, failed: int, thresholds: Thresholds) -> Check:
+    link = _overview("binds")
+    ended = finished + failed
+    if ended < MIN_BIND_OUTCOMES:
+        return Check("bind_failures", "Bind failures", OK,
+                     f"{failed} of {ended} binds failed (too few to judge)", link)
+    percent = 100 * failed / ended
+    return Check("bind_failures", "Bind failures", graded(percent, thresholds.bind_failures),
+                 f"{percent:.0f}% of binds failed ({failed:,} of {ended:,})", link)
+
+
+def pools_check(status: dict | None, thresholds: Thresholds) -> Check:
+    link = reverse("pools")
+    pools = (status or {}).get("pools") or {}
+    if not pools:
+        return Check("pools", "Warm pools", OK, "No pools process reports pools", link)
+    worst, why = OK, []
+    for pool, s in sorted(pools.items()):
+        capacity = s.get("capacity") or 0
+        percent = 100 * (s.get("queue_length") or 0) / capacity if capacity else 0
+        level = graded(percent, thresholds.pool_queue)
+        if level != OK:
+            why.append(f"{pool}: {s.get('queue_length'):,} of {capacity:,} queued")
+        worst = max(worst, level, key=_RANK.__getitem__)
+    message = ("Claim queues full: " + "; ".join(why)) if why else (
+        f"{len(pools)} pool{'s' if len(pools) != 1 else ''}, queues short")
+    return Check("pools", "Warm pools", worst, message, link)
+
+
+def reachability_check(name: str, title: str, error: str | None) -> Check:
+    if error:
+        return Check(name, title, FAIL, f"Not answering: {error}")
+    return Check(name, title, OK, "Answering")
+
+
+# --- reading the figures --------------------------------------------------------------------
+_prober = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health-probe")
+
+
+def _select_one():
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:
+        connection.close()   # the next probe connects afresh
+        raise
+    finally:
+        connection.close_if_unusable_or_obsolete()
+
+
+def database_error(timeout: float = REACH_TIMEOUT) -> str | None:
+    """None when the database answers a query within `timeout`, else why not. Run in a
+    thread of its own, so a database that hangs costs the caller `timeout`, not a hang."""
+    try:
+        _prober.submit(_select_one).result(timeout)
+    except FutureTimeout:
+        return f"no answer within {timeout:g} s"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".strip()
+    return None
+
+
+_probe_clients = {}
+
+
+def redis_error(timeout: float = REACH_TIMEOUT) -> str | None:
+    """None when Redis answers PING within `timeout`, else why not."""
+    key = (settings.REDIS_URL, timeout)
+    client = _probe_clients.get(key)
+    if client is None:
+        client = _probe_clients[key] = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def oldest_uid(**filters) -> str | None:
+    """The pod of these filters whose row changed longest ago (an index range)."""
+    return (PodRecord.objects.filter(**filters).order_by("changed_at", "uid")
+            .values_list("uid", flat=True).first())
+
+
+def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> SchedulingProgress:
+    since = now - timedelta(seconds=window)
+    pending = owner.counters.get("pending") if owner.live else None
+    if pending is None:
+        pending = PodRecord.objects.filter(state=PodState.PENDING).count()
+    then = (HealthSample.objects.filter(at__lte=since, pending__isnull=False)
+            .order_by("-at").values_list("pending", flat=True).first())
+    progressed = Transition.objects.filter(at__gte=since, kind__in=PROGRESS_KINDS).exists()
+    oldest = oldest_uid(state=PodState.PENDING) if pending and not progressed else None
+    return SchedulingProgress(pending, then, progressed, oldest, window)
+
+
+def bind_outcomes(since: datetime) -> tuple[int, int]:
+    """(finished, failed) binds of the bind path since `since`, from the samples: the
+    history's rows of those minutes were counted once, when each sample was taken."""
+    sums = {"binds": 0, "bind_failures": 0}
+    for binds, failures in HealthSample.objects.filter(at__gt=since).values_list(
+            "binds", "bind_failures"):
+        sums["binds"] += binds
+        sums["bind_failures"] += failures
+    return sums["binds"], sums["bind_failures"]
+
+
+def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
+           owner: OwnerStatus | None = None) -> Health:
+    """The health now, from what the processes report (a few indexed queries)."""
+    now = now or timezone.now()
+    thresholds = thresholds or Thresholds.from_settings()
+    database = reachability_check("database", "Database", database_error())
+    checks = [reachability_check("redis", "Redis", redis_error()), database]
+    owner = owner or owner_status()
+    checks += [owner_check(owner), feed_check(owner, thresholds),
+               read_model_check(owner, thresholds)]
+    if database.ok:   # the rest reads the database
+        stuck = owner.counters.get("binds_stuck", 0) if owner.live else None
+        oldest_stuck = (oldest_uid(state=PodState.ASSUMED, binding_finished=False)
+                        if stuck else None)
+        finished, failed = bind_outcomes(now - timedelta(seconds=thresholds.window))
+        checks += [scheduling_check(scheduling_progress(owner, now, thresholds.window)),
+                   stuck_binds_check(stuck, oldest_stuck, thresholds),
+                   comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
+                                  thresholds),
+                   bind_failures_check(finished, failed, thresholds)]
+    checks.append(pools_check(read_pools_status(), thresholds))
+    return Health(tuple(checks), now.timestamp())
+
+
+# --- samples ----------------------------------------------------------------------------------
+SAMPLED_KINDS = {"assumes": ("pod_assumed", None), "binds": ("pod_binding_finished", "bind"),
+                 "bind_failures": ("pod_forgotten", "bind"), "expiries": ("pod_expired", None),
+                 "forgets": ("pod_forgotten", None)}
+
+
+def transitions_between(start: datetime, end: datetime) -> dict:
+    """The sampled counts of transitions in [start, end): one grouped range query."""
+    rows = (Transition.objects.order_by().filter(at__gte=start, at__lt=end,
+                                                 kind__in={k for k, _ in SAMPLED_KINDS.values()})
+            .values("kind", "cause").annotate(n=Count("*")))
+    counts = dict.fromkeys(SAMPLED_KINDS, 0)
+    for row in rows:
+        for figure, (kind, cause) in SAMPLED_KINDS.items():
+            if row["kind"] == kind and cause in (None, row["cause"]):
+                counts[figure] += row["n"]
+    return counts
+
+
+def take_sample(now: datetime | None = None, period: float | None = None) -> HealthSample:
+    """Judge the health and record it with the counts of the last `period` seconds (the
+    time since the previous sample, at most a few periods)."""
+    now = now or timezone.now()
+    period = period or settings.SCHEDVIEW_SAMPLE_PERIOD
+    previous = HealthSample.objects.filter(at__lt=now).order_by("-at").values_list(
+        "at", flat=True).first()
+    start = max(previous, now - timedelta(seconds=3 * period)) if previous else (
+        now - timedelta(seconds=period))
+    owner = owner_status()
+    health = gather(now, owner=owner)
+    counters = owner.counters if owner.live else {}
+    if owner.live:
+        pending, assumed = counters.get("pending"), counters.get("assumed")
+        added = (counters["pods"] - assumed) if counters.get("pods") is not None and \
+            assumed is not None else None
+    else:
+        by_state = dict(PodRecord.objects.order_by().values_list("state")
+                        .annotate(n=Count("*")).values_list("state", "n"))
+        pending, assumed, added = (by_state.get(PodState.PENDING, 0),
+                                   by_state.get(PodState.ASSUMED, 0),
+                                   by_state.get(PodState.ADDED, 0))
+    return HealthSample.objects.create(
+        at=now, period=(now - start).total_seconds(), level=health.level,
+        problems={check.name: check.level for check in health.problems}, pending=pending, assumed=assumed,
+        added=added, feed_backlog=counters.get("feed_backlog"),
+        read_model_backlog=counters.get("read_model_backlog"),
+        binds_stuck=counters.get("binds_stuck", 0) if owner.live else None,
+        **transitions_between(start, now))
+
