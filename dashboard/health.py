@@ -282,7 +282,7 @@ def oldest_uid(**filters) -> str | None:
 
 def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> SchedulingProgress:
     since = now - timedelta(seconds=window)
-    pending = owner.counters.get("pending") if owner.live else None
+    pending = owner.pending if owner.live else None
     if pending is None:
         pending = PodRecord.objects.filter(state=PodState.PENDING).count()
     then = (HealthSample.objects.filter(at__lte=since, pending__isnull=False)
@@ -359,7 +359,7 @@ def take_sample(now: datetime | None = None, period: float | None = None) -> Hea
     health = gather(now, owner=owner)
     counters = owner.counters if owner.live else {}
     if owner.live:
-        pending, assumed = counters.get("pending"), counters.get("assumed")
+        pending, assumed = owner.pending, counters.get("assumed")
         added = (counters["pods"] - assumed) if counters.get("pods") is not None and \
             assumed is not None else None
     else:

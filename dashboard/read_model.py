@@ -227,6 +227,13 @@ class OwnerStatus:
         return self.counters.get("seq")
 
     @property
+    def pending(self):
+        """Pods waiting for a node: the owner's unbound pods less those it assumed (an
+        assumed pod stays unbound in the cluster until the watch sees its binding)."""
+        pending = self.counters.get("pending")
+        return None if pending is None else max(0, pending - self.counters.get("assumed", 0))
+
+    @property
     def feed_backlog(self):
         return self.counters.get("feed_backlog")
 

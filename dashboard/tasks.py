@@ -34,7 +34,7 @@ from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from dashboard import health, history_retention, kube
+from dashboard import health, history_retention, kube, worker_metrics
 from dashboard.extender import standin
 from dashboard.extender.statuses import bind_info_annotation
 from dashboard.feed.commands import send, send_many
@@ -75,11 +75,14 @@ def binding(uid: str, namespace: str, name: str, node: str) -> dict:
 
 def bind_once(uid: str, namespace: str, name: str, node: str) -> tuple[str, str]:
     """POST one Binding and read back on a conflict: (FINISH | FORGET | RETRY, reason)."""
+    started = time.perf_counter()
     try:
-        return _bind_once(uid, namespace, name, node)
+        outcome, reason = _bind_once(uid, namespace, name, node)
     except Exception as e:   # a bug or a broken kubeconfig: retried, then forgotten, never lost
         log.exception("bind %s/%s -> %s failed unexpectedly", namespace, name, node)
-        return RETRY, f"binding failed: {type(e).__name__}: {e}"
+        outcome, reason = RETRY, f"binding failed: {type(e).__name__}: {e}"
+    worker_metrics.observe_binding(outcome, time.perf_counter() - started)
+    return outcome, reason
 
 
 def _bind_once(uid, namespace, name, node):

@@ -88,7 +88,8 @@ class OwnerMetrics(Collector):
             assumed = status.get("assumed", 0)
             pods.add_metric(["Assumed"], assumed)
             pods.add_metric(["Added"], status.get("pods", 0) - assumed)
-            pods.add_metric(["Pending"], status.get("pending", 0))
+            # The owner's pending map keeps assumed pods until the watch sees them bound.
+            pods.add_metric(["Pending"], max(0, status.get("pending", 0) - assumed))
         yield pods
         for name, key, doc in (
                 ("schedview_cache_nodes", "nodes", "Nodes in the cache"),

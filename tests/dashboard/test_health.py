@@ -200,10 +200,10 @@ def test_a_sample_counts_the_periods_transitions_and_the_owners_figures(owner_re
                                   cause=cause)
     Transition.objects.create(seq=99, at=now - timedelta(seconds=30), kind="pod_expired",
                               key="k", cause="reaper")      # before the period
-    owner_reports(pending=3, assumed=2, pods=10, feed_backlog=7, read_model_backlog=8,
+    owner_reports(pending=5, assumed=2, pods=10, feed_backlog=7, read_model_backlog=8,
                   binds_stuck=1)
     sample = health.take_sample(now, period=10)
-    assert (sample.pending, sample.assumed, sample.added) == (3, 2, 8)
+    assert (sample.pending, sample.assumed, sample.added) == (3, 2, 8)   # 5 unbound, 2 assumed
     assert (sample.assumes, sample.binds, sample.bind_failures, sample.forgets,
             sample.expiries) == (1, 2, 1, 2, 1)
     assert (sample.feed_backlog, sample.read_model_backlog, sample.binds_stuck) == (7, 8, 1)
