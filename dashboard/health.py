@@ -118,26 +118,28 @@ def owner_check(owner: OwnerStatus) -> Check:
                  link)
 
 
-def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
+def _backlog_check(name: str, title: str, owner: OwnerStatus, backlog, pair, behind: str,
+                   fine: str) -> Check:
+    """A backlog the owner reports, graded; `behind` and `fine` are "{:,}" formats."""
     link = _overview("owner-status")
-    backlog = owner.feed_backlog
     if not owner.live or backlog is None:
-        return Check("feed", "Watch feed", OK, "No owner reports a feed", link)
-    level = graded(backlog, thresholds.feed_backlog)
-    message = (f"{backlog:,} watch events wait to be applied to the cache" if level != OK
-               else f"Keeping up ({backlog:,} waiting)")
-    return Check("feed", "Watch feed", level, message, link)
+        return Check(name, title, OK, "No owner reports it", link)
+    level = graded(backlog, pair)
+    return Check(name, title, level, (behind if level != OK else fine).format(backlog), link)
+
+
+def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
+    return _backlog_check("feed", "Watch feed", owner, owner.feed_backlog,
+                          thresholds.feed_backlog,
+                          "{:,} watch events wait to be applied to the cache",
+                          "Keeping up ({:,} waiting)")
 
 
 def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
-    link = _overview("owner-status")
-    backlog = owner.read_model_backlog
-    if not owner.live or backlog is None:
-        return Check("read_model", "Pages' data", OK, "No owner reports a backlog", link)
-    level = graded(backlog, thresholds.read_model_backlog)
-    message = (f"{backlog:,} changes are not on these pages yet: the database writes lag"
-               if level != OK else f"Up to date ({backlog:,} changes being written)")
-    return Check("read_model", "Pages' data", level, message, link)
+    return _backlog_check("read_model", "Pages' data", owner, owner.read_model_backlog,
+                          thresholds.read_model_backlog,
+                          "{:,} changes are not on these pages yet: the database writes lag",
+                          "Up to date ({:,} changes being written)")
 
 
 @dataclass(frozen=True)
