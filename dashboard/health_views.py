@@ -80,8 +80,15 @@ class HealthSampleMetrics(Collector):
     """The latest health sample (Celery beat takes one every SCHEDVIEW_SAMPLE_PERIOD):
     one row read per scrape, never a judgement of its own."""
 
+    def describe(self):
+        """What it exports, without reading the database (registration asks at import)."""
+        return self._families(None)
+
     def collect(self):
-        sample = HealthSample.objects.order_by("-at").only("at", "level", "problems").first()
+        return self._families(
+            HealthSample.objects.order_by("-at").only("at", "level", "problems").first())
+
+    def _families(self, sample):
         level = GaugeMetricFamily("schedview_health_level",
                                   "The health by check: 0 ok, 1 warn, 2 fail", labels=["check"])
         age = GaugeMetricFamily("schedview_health_sample_age_seconds",
@@ -90,8 +97,7 @@ class HealthSampleMetrics(Collector):
             for check in health.CHECKS:
                 level.add_metric([check], LEVEL_VALUE[sample.problems.get(check, health.OK)])
             age.add_metric([], (timezone.now() - sample.at).total_seconds())
-        yield level
-        yield age
+        return [level, age]
 
 
 REGISTRY.register(HealthSampleMetrics())
