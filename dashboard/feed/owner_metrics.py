@@ -10,7 +10,7 @@ What it exports (the names the Grafana dashboard and alert rules use):
 cache pods by state, nodes, the cache's and the snapshot's generation and the lag
 between them, feed events applied and skipped, the feed and read-model backlogs,
 transitions by kind and cause, bind outcomes (transitions of cause "bind") and the
-bind's duration from assume to binding finished, stuck binds, comparisons by result,
+bind's duration from assume to the bind going through, stuck binds, comparisons by result,
 and each command's handling time (the extender's verbs are the `extender_*` ops).
 """
 from contextlib import contextmanager
@@ -22,7 +22,8 @@ from prometheus_client.registry import Collector
 
 BIND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 COMMAND_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
-_SETTLED = ("pod_confirmed", "pod_forgotten", "pod_expired", "pod_removed")
+_BOUND = ("pod_binding_finished", "pod_confirmed")   # whichever comes first: the bind went through
+_UNBOUND = ("pod_forgotten", "pod_expired", "pod_removed")
 
 
 class OwnerMetrics(Collector):
@@ -34,7 +35,8 @@ class OwnerMetrics(Collector):
         # Not in any registry of their own: collect() yields them with the rest.
         self.bind_seconds = Histogram(
             "schedview_bind_duration_seconds",
-            "Seconds from a pod assumed to its binding finished (the bind path end to end)",
+            "Seconds from a pod assumed to its bind going through (its binding finished, or "
+            "the watch seeing it bound, whichever came first): the bind path end to end",
             buckets=BIND_BUCKETS, registry=None)
         self.command_seconds = Histogram(
             "schedview_owner_command_seconds",
@@ -53,11 +55,11 @@ class OwnerMetrics(Collector):
             counts[key] = counts.get(key, 0) + 1
             if event.kind == "pod_assumed":
                 self._assumed_at[event.key] = at
-            elif event.kind == "pod_binding_finished":
+            elif event.kind in _BOUND:
                 assumed = self._assumed_at.pop(event.key, None)
                 if assumed is not None:
                     self.bind_seconds.observe(max(0.0, at - assumed))
-            elif event.kind in _SETTLED:
+            elif event.kind in _UNBOUND:
                 self._assumed_at.pop(event.key, None)
         if comparer_runs:
             comparisons = dict(self._comparisons)

@@ -258,3 +258,24 @@ def test_a_workers_children_are_summed_in_multiprocess_mode(tmp_path):
     assert value(found, "schedview_binding_post_seconds_count", outcome="forget") == 1
     assert value(found, "schedview_binding_post_seconds_bucket", outcome="finish",
                  le="0.025") == 2
+
+
+def test_a_bind_the_watch_confirms_first_is_timed_too():
+    """The watch often sees the bound pod before the bind task reports: assumed -> Added."""
+    clock = Clock()
+    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), clock=clock)
+    pod = make_pod("p")
+    owner.apply(Relisted("nodes", [make_node("n1")], "1"))
+    owner.apply(Relisted("pods", [pod], "1"))
+    owner.commands.handlers["assume"]({"uid": pod["metadata"]["uid"], "node": "n1"}, "x")
+    owner.flush()
+    clock.now += 0.3
+    bound = dict(pod, spec=dict(pod["spec"], nodeName="n1"),
+                 metadata=dict(pod["metadata"], resourceVersion="2"))
+    owner.apply(Relisted("pods", [bound], "2"))
+    owner.flush()
+    found = samples_of_registry(owner_registry(owner))
+    assert value(found, "schedview_transitions_total", kind="pod_confirmed", cause="relist") == 1
+    assert value(found, "schedview_bind_duration_seconds_count") == 1
+    assert value(found, "schedview_bind_duration_seconds_bucket", le="0.25") == 0
+    assert value(found, "schedview_bind_duration_seconds_bucket", le="0.5") == 1
