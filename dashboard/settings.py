@@ -165,7 +165,7 @@ SCHEDVIEW_HEALTH_BIND_FAILURES = _pair("SCHEDVIEW_HEALTH_BIND_FAILURES", [10, 30
 SCHEDVIEW_HEALTH_POOL_QUEUE = _pair("SCHEDVIEW_HEALTH_POOL_QUEUE", [50, 90])
 # Seconds: the window over which scheduling progress (pods assumed or bound) is looked for
 # while pending grows, and bind outcomes are counted.
-SCHEDVIEW_HEALTH_WINDOW = env.float("SCHEDVIEW_HEALTH_WINDOW", default=120.0)
+SCHEDVIEW_HEALTH_WINDOW = env.float("SCHEDVIEW_HEALTH_WINDOW", default=60.0)
 # Seconds after which the latest comparison is stale (default: three comparer periods).
 SCHEDVIEW_HEALTH_COMPARER_STALE = env.float("SCHEDVIEW_HEALTH_COMPARER_STALE",
                                             default=3 * SCHEDVIEW_COMPARE_PERIOD)
