@@ -38,7 +38,8 @@ from dashboard.models import PodRecord  # noqa: E402
 def pod_row(i: int, seq: int) -> dict:
     return {"namespace": f"team-{i % 40}", "name": f"web-{i}-7f9c4", "node": f"node-{i % 500}",
             "zone": f"zone-{i % 5}", "state": "Added", "binding_finished": False,
-            "deadline": None, "phase": "Running", "resource_version": str(seq),
+            "assumed_at": None, "deadline": None, "phase": "Running",
+            "resource_version": str(seq),
             "labels": {"app": f"web-{i % 90}", "tier": "frontend"}, "milli_cpu": 250,
             "memory": 512 << 20, "priority": 0, "seq": seq,
             "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}

@@ -19,16 +19,18 @@ log = logging.getLogger(__name__)
 TIMEOUT = 5.0   # seconds to wait for the owner's answer (then 503, OwnerUnavailable)
 
 
-def schedule_pod(namespace: str, name: str, node: str, actor: str, *,
+def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: bool = False,
                  timeout: float = TIMEOUT) -> dict:
     """Assume the pending pod on `node` in the owner's cache, then queue its bind.
 
-    Returns the owner's result ({"uid", "node", "before", "after"}: the node's
-    aggregates before and after) plus "task_id", the bind task's id.
+    The owner refuses (409, with the reason) a pod that does not fit on the node by the
+    scheduling algorithm's filters, unless `force`: the audit then says what was forced.
+    Returns the owner's result ({"uid", "node", "forced_past", "before", "after"}: the
+    node's aggregates before and after) plus "task_id", the bind task's id.
     """
     from dashboard.tasks import bind_pod
 
-    args = {"namespace": namespace, "name": name, "node": node}
+    args = {"namespace": namespace, "name": name, "node": node, "force": force}
     try:
         result = send("assume", args, actor=actor, timeout=timeout)
     except CommandError as e:
@@ -42,6 +44,7 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *,
         _audit(actor, "schedule", uid, node, error, {**args, "status": error.status})
         raise error from e
     _audit(actor, "schedule", uid, node, None, {**args, "task_id": task.id,
+                                                 "forced_past": result.get("forced_past"),
                                                  "before": result.get("before"),
                                                  "after": result.get("after")})
     return {**result, "task_id": task.id}

@@ -17,12 +17,12 @@ app.autodiscover_tasks()
 
 @worker_init.connect
 def _serve_probes(**_):
-    """The worker's main process serves its children's metrics (dashboard/worker_metrics)."""
-    from dashboard import worker_metrics
-    worker_metrics.serve_probes()
+    """The worker's main process serves its children's metrics (dashboard/worker_probes)."""
+    from dashboard import worker_probes
+    worker_probes.serve_probes()
 
 
 @worker_process_shutdown.connect
 def _child_exited(pid=None, **_):
-    from dashboard import worker_metrics
-    worker_metrics.child_exited(pid or os.getpid())
+    from dashboard import worker_probes
+    worker_probes.child_exited(pid or os.getpid())

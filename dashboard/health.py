@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from dashboard.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
 from dashboard.pools.transport import read_status as read_pools_status
-from dashboard.read_model import OwnerStatus, ago, owner_status
+from dashboard.read_model import OwnerStatus, ago, bind_outcomes, owner_status
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -294,7 +294,7 @@ def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> Sch
     return SchedulingProgress(pending, then, progressed, oldest, window)
 
 
-def bind_outcomes(since: datetime) -> tuple[int, int]:
+def sampled_bind_outcomes(since: datetime) -> tuple[int, int]:
     """(finished, failed) binds of the bind path since `since`, from the samples: the
     history's rows of those minutes were counted once, when each sample was taken."""
     sums = {"binds": 0, "bind_failures": 0}
@@ -317,9 +317,8 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
                read_model_check(owner, thresholds)]
     if database.ok:   # the rest reads the database
         stuck = owner.counters.get("binds_stuck", 0) if owner.live else None
-        oldest_stuck = (oldest_uid(state=PodState.ASSUMED, binding_finished=False)
-                        if stuck else None)
-        finished, failed = bind_outcomes(now - timedelta(seconds=thresholds.window))
+        oldest_stuck = (owner.counters.get("oldest_stuck") or {}).get("uid")
+        finished, failed = sampled_bind_outcomes(now - timedelta(seconds=thresholds.window))
         checks += [scheduling_check(scheduling_progress(owner, now, thresholds.window)),
                    stuck_binds_check(stuck, oldest_stuck, thresholds),
                    comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
@@ -330,22 +329,19 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
 
 
 # --- samples ----------------------------------------------------------------------------------
-SAMPLED_KINDS = {"assumes": ("pod_assumed", None), "binds": ("pod_binding_finished", "bind"),
-                 "bind_failures": ("pod_forgotten", "bind"), "expiries": ("pod_expired", None),
-                 "forgets": ("pod_forgotten", None)}
+SAMPLED_KINDS = {"assumes": "pod_assumed", "expiries": "pod_expired",
+                 "forgets": "pod_forgotten"}
 
 
 def transitions_between(start: datetime, end: datetime) -> dict:
-    """The sampled counts of transitions in [start, end): one grouped range query."""
-    rows = (Transition.objects.order_by().filter(at__gte=start, at__lt=end,
-                                                 kind__in={k for k, _ in SAMPLED_KINDS.values()})
-            .values("kind", "cause").annotate(n=Count("*")))
-    counts = dict.fromkeys(SAMPLED_KINDS, 0)
-    for row in rows:
-        for figure, (kind, cause) in SAMPLED_KINDS.items():
-            if row["kind"] == kind and cause in (None, row["cause"]):
-                counts[figure] += row["n"]
-    return counts
+    """The sampled counts of transitions in [start, end): a grouped range query, and the
+    binds and bind failures as the overview's bind panel counts them."""
+    counts = dict(Transition.objects.order_by()
+                  .filter(at__gte=start, at__lt=end, kind__in=SAMPLED_KINDS.values())
+                  .values_list("kind").annotate(n=Count("*")).values_list("kind", "n"))
+    sampled = {figure: counts.get(kind, 0) for figure, kind in SAMPLED_KINDS.items()}
+    sampled["binds"], sampled["bind_failures"] = bind_outcomes(start, end)
+    return sampled
 
 
 def take_sample(now: datetime | None = None, period: float | None = None) -> HealthSample:

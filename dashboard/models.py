@@ -30,6 +30,7 @@ class PodRecord(models.Model):
     zone = models.CharField(max_length=253, blank=True)
     state = models.CharField(max_length=16, choices=PodState.choices)
     binding_finished = models.BooleanField(default=False)
+    assumed_at = models.DateTimeField(null=True, blank=True)  # when an assumed pod was assumed
     deadline = models.FloatField(null=True, blank=True)  # epoch seconds an assumed pod expires
     phase = models.CharField(max_length=32, blank=True)
     resource_version = models.CharField(max_length=64, blank=True)
@@ -139,6 +140,7 @@ class ComparerRun(models.Model):
     at = models.DateTimeField(default=timezone.now, db_index=True)
     clean = models.BooleanField()
     report = models.JSONField(default=dict)
+    error = models.TextField(blank=True, default="")   # why the comparison could not be made
 
 
 class SnapshotSample(models.Model):

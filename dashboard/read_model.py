@@ -51,6 +51,14 @@ class Usage:
         return _percent(self.requested, self.allocatable)
 
     @property
+    def percent_text(self) -> str:
+        """The share as printed: requests on a node with none of the resource allocatable
+        (a GPU pod forced onto a CPU node) are an over-commit, not 0 %."""
+        if not self.allocatable and self.requested:
+            return "over-commit: none allocatable"
+        return f"{self.percent}%"
+
+    @property
     def non_zero_percent(self) -> int:
         return _percent(self.non_zero or 0, self.allocatable)
 
@@ -171,7 +179,7 @@ def recent_outcomes() -> RecentOutcomes:
 @dataclass(frozen=True)
 class BindHealth:
     """The bind path: Celery's queue in Redis, and how recent binds ended (from the history:
-    a finished binding, or the pod forgotten by the bind task after its last attempt)."""
+    pods bound, and pods forgotten because their bind failed or never finished)."""
     queued: int | None      # tasks waiting in Celery's queue; None when Redis did not answer
     finished: int
     failed: int
@@ -195,14 +203,31 @@ def bind_queue_depth() -> int | None:
         return None
 
 
+# Forgets that are bind failures: the bind task's, kube-scheduler's bind refused through the
+# extender, and the bind deadline (an operator's forget is not one).
+BIND_FAILURE_CAUSES = ("bind", "extender", "bind deadline")
+
+
+def bind_outcomes(start, end=None) -> tuple[int, int]:
+    """(bound, failed) pods from `start` (to `end`), each pod once per outcome, whichever
+    event told it first: a real API server's watch usually confirms a bound pod before the
+    binder reports back, and the binder's finish then changes nothing, so "binding
+    finished" alone undercounts the successes."""
+    rows = Transition.objects.order_by().filter(at__gte=start)
+    if end is not None:
+        rows = rows.filter(at__lt=end)
+    counts = rows.aggregate(
+        bound=Count("key", distinct=True,
+                    filter=Q(kind="pod_binding_finished")
+                    | Q(kind="pod_confirmed", from_state="Assumed")),
+        failed=Count("key", distinct=True,
+                     filter=Q(kind="pod_forgotten", cause__in=BIND_FAILURE_CAUSES)))
+    return counts["bound"], counts["failed"]
+
+
 def bind_health() -> BindHealth:
-    rows = (Transition.objects.order_by()
-            .filter(at__gte=timezone.now() - RECENT, cause="bind",
-                    kind__in=["pod_binding_finished", "pod_forgotten"])
-            .values("kind").annotate(n=Count("*")))
-    counts = {row["kind"]: row["n"] for row in rows}
-    return BindHealth(bind_queue_depth(), counts.get("pod_binding_finished", 0),
-                      counts.get("pod_forgotten", 0), int(RECENT.total_seconds() // 60))
+    bound, failed = bind_outcomes(timezone.now() - RECENT)
+    return BindHealth(bind_queue_depth(), bound, failed, int(RECENT.total_seconds() // 60))
 
 
 # --- the owner ------------------------------------------------------------------------------
@@ -290,7 +315,8 @@ def snapshot_lag(owner: OwnerStatus) -> SnapshotLag | None:
     return SnapshotLag(sample.generation, _since(sample.at), cache_generation, source)
 
 
-DRIFT = [("missed_pods", "missed pods"), ("redundant_pods", "redundant pods"),
+DRIFT = [("overdue_binds", "assumed pods past the stuck time, never bound"),
+         ("missed_pods", "missed pods"), ("redundant_pods", "redundant pods"),
          ("wrong_node_pods", "pods on the wrong node"), ("stale_pods", "stale pods"),
          ("missed_nodes", "missed nodes"), ("redundant_nodes", "redundant nodes"),
          ("stale_nodes", "stale nodes"), ("aggregate_mismatches", "aggregate mismatches")]
@@ -300,22 +326,30 @@ NOT_DRIFT = [("ghost_nodes", "nodes deleted with pods left"),
 
 @dataclass(frozen=True)
 class ComparerResult:
+    """The last attempt at a comparison, and when the cache was last found clean."""
     clean: bool
     when: str
     at: object
     drift: list[tuple[str, int]]    # (what, how many), non-zero only
     states: list[tuple[str, int]]   # ghosts and unconfirmed assumed pods: states, not drift
+    error: str                      # why the attempt could not compare ("" when it did)
+    last_clean: str | None          # how long ago the latest clean comparison was, if any
+    last_clean_at: object
 
 
 def latest_comparison() -> ComparerResult | None:
     run = ComparerRun.objects.order_by("-at", "-id").first()
     if run is None:
         return None
+    clean = run if run.clean else (ComparerRun.objects.filter(clean=True)
+                                   .order_by("-at", "-id").only("at").first())
 
     def counted(fields):
         return [(label, len(run.report.get(key) or ())) for key, label in fields
                 if run.report.get(key)]
-    return ComparerResult(run.clean, _since(run.at), run.at, counted(DRIFT), counted(NOT_DRIFT))
+    return ComparerResult(run.clean, _since(run.at), run.at, counted(DRIFT), counted(NOT_DRIFT),
+                          run.error, _since(clean.at) if clean else None,
+                          clean.at if clean else None)
 
 
 # --- pages ----------------------------------------------------------------------------------

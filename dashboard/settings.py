@@ -134,13 +134,34 @@ SCHEDVIEW_ALGORITHM = env.str("SCHEDVIEW_ALGORITHM", default="scheduling.algorit
 # Seconds kube-scheduler's extender calls wait for the owner's answer.
 SCHEDVIEW_EXTENDER_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_TIMEOUT", default=5.0)
 # host:port (IPv4 or a name) where the leading cache owner serves kube-scheduler's extender
-# verbs itself (POST /extender/filter, bind, preempt: no web or Redis hop); empty: only the
-# web serves them.
+# verbs (POST /extender/filter, bind, preempt); empty: no extender. Loopback by default:
+# anyone who reaches it can bind and preempt, so open it wider only with a client CA.
 SCHEDVIEW_EXTENDER_ADDRESS = env.str("SCHEDVIEW_EXTENDER_ADDRESS", default="127.0.0.1:8101")
 if SCHEDVIEW_EXTENDER_ADDRESS and not re.fullmatch(r"[^\s:]+:\d{1,5}",
                                                     SCHEDVIEW_EXTENDER_ADDRESS):
     raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_ADDRESS must be host:port (or empty), "
                                f"not {SCHEDVIEW_EXTENDER_ADDRESS!r}")
+# PEM files: with a certificate and its key the listener serves HTTPS; with a client CA it
+# requires a client certificate signed by it (kube-scheduler's extender tlsConfig).
+SCHEDVIEW_EXTENDER_CERT = env.str("SCHEDVIEW_EXTENDER_CERT", default="")
+SCHEDVIEW_EXTENDER_KEY = env.str("SCHEDVIEW_EXTENDER_KEY", default="")
+SCHEDVIEW_EXTENDER_CLIENT_CA = env.str("SCHEDVIEW_EXTENDER_CLIENT_CA", default="")
+if bool(SCHEDVIEW_EXTENDER_CERT) != bool(SCHEDVIEW_EXTENDER_KEY):
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_CERT and SCHEDVIEW_EXTENDER_KEY go together")
+if SCHEDVIEW_EXTENDER_CLIENT_CA and not SCHEDVIEW_EXTENDER_CERT:
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_CLIENT_CA needs SCHEDVIEW_EXTENDER_CERT and "
+                               "SCHEDVIEW_EXTENDER_KEY: a client certificate is asked for over "
+                               "HTTPS only")
+# Seconds the bind verb's Binding POST may take. kube-scheduler's httpTimeout must exceed it
+# plus twice SCHEDVIEW_EXTENDER_TIMEOUT's worst case (the README says how to set it).
+SCHEDVIEW_EXTENDER_BIND_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_BIND_TIMEOUT", default=3.0)
+# An assumed pod whose binding has not finished this many seconds after it was assumed is
+# stuck (counted on the overview), and at SCHEDVIEW_BIND_DEADLINE it is forgotten.
+SCHEDVIEW_BIND_STUCK_AFTER = env.float("SCHEDVIEW_BIND_STUCK_AFTER", default=10.0)
+SCHEDVIEW_BIND_DEADLINE = env.float("SCHEDVIEW_BIND_DEADLINE", default=60.0)
+if not 0 < SCHEDVIEW_BIND_STUCK_AFTER <= SCHEDVIEW_BIND_DEADLINE:
+    raise ImproperlyConfigured("need 0 < SCHEDVIEW_BIND_STUCK_AFTER <= SCHEDVIEW_BIND_DEADLINE, "
+                               f"not {SCHEDVIEW_BIND_STUCK_AFTER} and {SCHEDVIEW_BIND_DEADLINE}")
 # How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
 SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
 

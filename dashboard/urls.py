@@ -4,7 +4,6 @@ from django.urls import path
 from dashboard import health_views, pod_views, views
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
-from dashboard.extender import views as extender
 from dashboard.pools import views as pool_views
 
 urlpatterns = [
@@ -30,7 +29,4 @@ urlpatterns = [
     path("statuses/", extender_pages.statuses, name="statuses"),
     path("statuses/<str:namespace>/<str:name>/", extender_pages.status_detail,
          name="status-detail"),
-    path("extender/filter", extender.filter_nodes, name="extender-filter"),
-    path("extender/bind", extender.bind, name="extender-bind"),
-    path("extender/preempt", extender.preempt, name="extender-preempt"),
 ]

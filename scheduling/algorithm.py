@@ -105,6 +105,15 @@ class DefaultAlgorithm:
                 return ScheduleResult.preempt(record.name, {record.name: victims})
             return ScheduleResult.wait(outcome.reasons)
 
+    def fit_reason(self, pod, node: str) -> Optional[str]:
+        """Why `pod` cannot go on `node` by the filters (resources, extended resources,
+        ports, selector and affinity, taints), or None when it fits. No side effects."""
+        with self.lock:
+            self.refresh()
+            outcome = self.filter(PodView(pod), frozenset((node,)), every_node=True)
+            return None if outcome.chosen is not None else outcome.reasons.get(
+                node, predicates.NODE_NOT_FOUND)
+
     def add_node(self, node):
         with self.lock:
             pass  # the cache tracks nodes; the next refresh sees the change

@@ -27,7 +27,6 @@ api.add_router("/events", "dashboard.api.events.router")
 api.add_router("/pools", "dashboard.pools.api.router")
 api.add_router("/statuses", "dashboard.api.statuses.router")
 api.add_router("/health", "dashboard.api.health.router")
-api.add_router("/extender", "dashboard.extender.api.router")   # kube-scheduler's, no login
 
 
 def urls():

@@ -64,9 +64,13 @@ def snapshot(request, query: Query[SnapshotQuery]):
 @router.get("/comparer", response={200: ComparerOut, **READ_ERRORS, 404: ErrorOut},
             summary="The latest cache/cluster comparison", operation_id="get_comparer")
 def comparer(request):
-    """The latest comparison of the cache with the listed cluster: clean, or its drift."""
+    """The latest attempt to compare the cache with the listed cluster: clean, its drift, or
+    why it could not compare; and when the cache was last found clean."""
     run = ComparerRun.objects.order_by("-at", "-id").first()
     if run is None:
         raise ApiError(404, "no comparison has run yet (Celery beat runs one every "
                             "SCHEDVIEW_COMPARE_PERIOD seconds)")
-    return run
+    clean = run if run.clean else (ComparerRun.objects.filter(clean=True)
+                                   .order_by("-at", "-id").only("at").first())
+    return {"at": run.at, "clean": run.clean, "report": run.report, "error": run.error,
+            "last_clean_at": clean.at if clean else None}

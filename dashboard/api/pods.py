@@ -61,10 +61,11 @@ def list_pods(request, filters: Query[PodQuery]):
              operation_id="assume_pod")
 def assume(request, body: AssumeIn):
     """Assume the pending pod `namespace/name` on `node` in the owner's cache, then queue
-    its bind; the answer has the node's aggregates before and after."""
+    its bind; the answer has the node's aggregates before and after. A pod the scheduling
+    algorithm's filters refuse on that node is a 409 with the reason, unless `force`."""
     require_act(request)
     return _acting(actions.schedule_pod, body.namespace, body.name, body.node,
-                   actor=request.user.get_username())
+                   actor=request.user.get_username(), force=body.force)
 
 
 @router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, 404: ErrorOut},

@@ -231,11 +231,15 @@ class SnapshotOut(Schema):
 
 
 class ComparerOut(Schema):
-    at: datetime
+    at: datetime = Field(description="when the latest attempt ended")
     clean: bool = Field(description="no drift between the cache and the cluster")
-    report: dict = Field(description="compare()'s findings by kind (missed_pods, ...)")
+    report: dict = Field(description="compare()'s findings by kind (missed_pods, "
+                                     "overdue_binds, ...); empty when the attempt failed")
+    error: str = Field(description="why the latest attempt could not compare; \"\" when it did")
+    last_clean_at: datetime | None = Field(description="when the cache was last found clean")
     model_config = example({"at": "2026-11-22T11:50:00Z", "clean": True,
-                            "report": {"missed_pods": [], "redundant_pods": []}})
+                            "report": {"missed_pods": [], "redundant_pods": []}, "error": "",
+                            "last_clean_at": "2026-11-22T11:50:00Z"})
 
 
 class EventsOut(Schema):
@@ -275,6 +279,8 @@ class AssumeIn(Schema):
     namespace: Name
     name: Name
     node: Name
+    force: bool = Field(False, description="assume even where the scheduling algorithm's "
+                                           "filters refuse the node (recorded in the audit)")
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "examples": [{"namespace": "team-a", "name": "web-7f9c", "node": "node-0003"}]})
 
@@ -284,6 +290,8 @@ class AssumeOut(Schema):
     namespace: str
     name: str
     node: str
+    forced_past: str | None = Field(None, description="with force: why the filters refused "
+                                                      "the node (null when it fits)")
     before: AggregatesOut | None
     after: AggregatesOut | None
     task_id: str = Field(description="the Celery task binding it")

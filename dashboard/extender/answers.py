@@ -1,20 +1,21 @@
-"""How an extender HTTP call is answered, whichever door it came in by.
-
-Two doors lead to the owner's extender: the web's views (the body travels to the
-owner as a Redis command) and the owner's own listener (an in-process call). Both
-answer kube-scheduler by the same rules, kept here so they cannot drift apart:
+"""How kube-scheduler's call on the owner's listener is answered.
 
 - a user error (malformed body, unknown pod: the owner refused with 400, 404 or
   409) is a 400 with {"Error": message};
-- a platform error (no owner, a busy owner, the owner failing) is logged and, for
-  filter and bind, reported inside the result body with HTTP 200, since that is
-  where kube-scheduler reads it; preempt answers 500.
+- a platform error (a busy owner, the owner failing) is logged and, for filter and
+  bind, reported inside the result body with HTTP 200, since that is where
+  kube-scheduler reads it; preempt answers 500 (shared k8s-wire/extender 04b: a
+  failed preempt leaves the pod Unschedulable, retried on the next cluster event);
+- a bind posts its Binding here, in the listener's thread, between two calls to the
+  owner (the plan, then the outcome), so the owner's thread never waits on the API
+  server, and is answered only once the API server has answered.
 """
 import logging
 from typing import Callable
 
 import orjson
 
+from dashboard.binding import FINISH
 from dashboard.feed.commands import CommandError
 
 log = logging.getLogger(__name__)
@@ -32,9 +33,12 @@ _FAILED_RESULTS = {"extender_filter": _FAILED_FILTER, "extender_bind": {},
                    "extender_preempt": None}
 
 
-def answer(op: str, raw: bytes, call: Callable[[str, dict], dict]) -> tuple[int, dict]:
+def answer(op: str, raw: bytes, call: Callable[[str, dict], object],
+           post_binding: Callable[[str, str, str, str], tuple]) -> tuple[int, dict]:
     """(HTTP status, JSON body) for kube-scheduler's request body `raw`, which
-    `call(op, body)` hands to the owner (raising CommandError when it refuses or fails)."""
+    `call(op, body)` hands to the owner (raising CommandError when it refuses or fails);
+    `post_binding(uid, namespace, name, node)` -> (outcome, reason): dashboard.binding's
+    bind_once."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -42,7 +46,10 @@ def answer(op: str, raw: bytes, call: Callable[[str, dict], dict]) -> tuple[int,
     if not isinstance(body, dict):
         return 400, {"Error": "the body must be a JSON object"}
     try:
-        return 200, call(op, body)
+        result = call(op, body)
+        if op == "extender_bind":
+            result = _bind(result, call, post_binding)
+        return 200, result
     except CommandError as exc:
         if exc.status in USER_ERRORS:
             return 400, {"Error": exc.message}
@@ -51,3 +58,13 @@ def answer(op: str, raw: bytes, call: Callable[[str, dict], dict]) -> tuple[int,
         if failed is None:
             return 500, {"Error": exc.message}
         return 200, dict(failed, Error=exc.message)
+
+
+def _bind(plan, call, post_binding) -> dict:
+    """The bind's answer: at once, or after its Binding was posted and settled."""
+    if plan.pod is None:
+        return plan.answer
+    uid, namespace, name, node = plan.pod
+    outcome, reason = post_binding(uid, namespace, name, node)
+    return call("extender_bind_outcome", {"uid": uid, "node": node,
+                                          "bound": outcome == FINISH, "reason": reason})

@@ -9,12 +9,12 @@ reads the Go field names as they are: "Pod", "Nodes", "NodeNames",
 NodeList inside are ordinary Kubernetes JSON ("metadata", "items"). Go's
 decoder matches keys case-insensitively, so this reads them the same way.
 
-Errors, as in HiveD's seed: a malformed request (or a pod this extender never
-tracked, for bind/preempt) raises ExtenderUserError; the HTTP layer answers
-400 with its message. A platform failure (the algorithm or the cache
-raising) is logged and answered inside the result's "Error", which is what
-kube-scheduler reads. A refused request changes nothing: everything is
-validated before the cache or the statuses are touched.
+Errors, as in HiveD's seed: a malformed request, or a pod the owner's watch has never
+shown (a pod named in a call must be a pod of the cluster: nothing else is assumed or
+tracked), raises ExtenderUserError; the HTTP layer answers 400 with its message. A
+platform failure (the algorithm or the cache raising) is logged and answered inside the
+result's "Error", which is what kube-scheduler reads. A refused request changes nothing:
+everything is validated before the cache or the statuses are touched.
 
 filter, per the pod's status:
 
@@ -41,6 +41,21 @@ filter, per the pod's status:
   (-> Unknown) and the pod scheduled afresh.
 - Bound: the node is listed again (the watch has not told kube-scheduler yet).
 
+bind is real before it is answered (shared k8s-wire/extender 07-bind-noop: a success
+answer without a Binding leaves the pod unbound and never retried). `bind` checks the
+call against the pod's placement and returns a BindPlan; whoever serves the call posts
+the Binding outside the owner's thread (dashboard.binding) and hands the outcome to
+`bind_outcome`: bound -> the binding finished, answered `{}`; refused -> the assumption
+is forgotten and the API server's reason answered in "Error", so kube-scheduler forgets
+its own and retries from filter with backoff (05a, 05b).
+
+preempt answers for any pod of the cluster, filtered before or not: kube-scheduler
+calls it directly when its own filters left no node (03a-03g). The algorithm picks the
+node and the victims among the nodes sent, in either shape (NodeNameToMetaVictims or
+NodeNameToVictims); the answer names only that node (kube-scheduler preempts where it is
+told: 03c), or no node when preemption cannot help, the reasons then logged and kept as
+the pod's Waiting status.
+
 The owner calls `on_cache_event` for every cache event (or `confirmed`,
 `released` itself): a confirmed pod becomes Bound; a forgotten, expired or
 removed pod's status is dropped, so its next filter schedules it again.
@@ -54,8 +69,8 @@ from typing import Callable, Optional
 
 from schedcache.errors import CacheError
 
-from .statuses import (BINDING, BOUND, PREEMPTING, UNKNOWN, PodScheduleStatuses,
-                       TransitionError, Victim)
+from .statuses import (ALLOCATED, BINDING, BOUND, PREEMPTING, UNKNOWN, PodScheduleStatuses,
+                       TransitionError, Victim, reason_counts)
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +83,16 @@ class ExtenderUserError(ValueError):
     """The request is malformed or names a pod the extender cannot act on: HTTP 400."""
 
     status = 400
+
+
+class BindPlan:
+    """What a bind call asks for: `answer` at once, or a Binding of `pod` = (uid,
+    namespace, name, node) posted first and its outcome handed to `Extender.bind_outcome`."""
+
+    __slots__ = ("answer", "pod")
+
+    def __init__(self, answer=None, pod=None):
+        self.answer, self.pod = answer, pod
 
 
 # --- reading kube-scheduler's JSON -----------------------------------------------------------
@@ -192,6 +217,20 @@ def _candidates(args, last_names: LastNodeNames) -> Candidates:
     return Candidates(list(by_name), node_list, by_name)
 
 
+def _preemption_nodes(args) -> frozenset:
+    """The candidate nodes of a preempt call, from whichever map kube-scheduler sent
+    (NodeNameToMetaVictims with nodeCacheCapable, NodeNameToVictims without: 03f)."""
+    nodes = set()
+    for key in ("NodeNameToMetaVictims", "NodeNameToVictims"):
+        value = _field(args, key)
+        if value is None:
+            continue
+        if not isinstance(value, dict) or not all(isinstance(n, str) and n for n in value):
+            raise ExtenderUserError(f"{key} must be an object (node name -> victims)")
+        nodes.update(value)
+    return frozenset(nodes)
+
+
 def filter_result(candidates: Optional[Candidates], names=(), failed=None, unresolvable=None,
                   error="") -> dict:
     """An ExtenderFilterResult, keyed as kube-scheduler decodes it."""
@@ -224,13 +263,16 @@ def _ref(uid, node=""):
 class Extender:
     """filter / bind / preempt over one cache, one algorithm and the statuses.
 
-    schedule_bind(uid, namespace, name, node): queue the pod's Binding (the
-    owner passes a BindSender, which publishes to the Celery batched bind path
-    from its own thread); it must not block.
+    schedule_bind(uid, namespace, name, node): queue the Binding of a pod the extender
+    binds on its own, with nobody waiting (the owner passes a BindSender, which
+    publishes to the Celery batched bind path from its own thread); it must not block.
+    known_pod(uid) -> (namespace, name) of a pod the owner's watch has shown (pending
+    or cached), or None.
     """
 
     def __init__(self, cache, algorithm, statuses: PodScheduleStatuses,
                  schedule_bind: Callable[[str, str, str, str], object], *,
+                 known_pod: Callable[[str], Optional[tuple]],
                  force_bind_after: int = FORCE_BIND_AFTER):
         if force_bind_after < 1:
             raise ValueError("force_bind_after must be at least 1")
@@ -238,17 +280,19 @@ class Extender:
         self.algorithm = algorithm
         self.statuses = statuses
         self.schedule_bind = schedule_bind
+        self.known_pod = known_pod
         self.force_bind_after = force_bind_after
         self._released = []   # placed pods to hand to algorithm.delete_allocated_pod
         self._last_names = LastNodeNames()
         self.stats = {"filter": 0, "bind": 0, "preempt": 0, "forced_binds": 0,
-                      "platform_errors": 0}
+                      "platform_errors": 0, "binds_refused": 0}
 
     # --- filter -----------------------------------------------------------------------------
     def filter(self, args: dict) -> dict:
         """ExtenderArgs -> ExtenderFilterResult. Raises ExtenderUserError for a bad request."""
         pod, uid, namespace, name = _pod_identity(args, "filter")
         candidates = _candidates(args, self._last_names)
+        self._check_known(uid, namespace, name)
         self.stats["filter"] += 1
         self._flush_released()
         try:
@@ -270,6 +314,11 @@ class Extender:
             log.warning("pod %s/%s (%s) was placed on node %s, which left the cache: "
                         "scheduling it again", namespace, name, uid, status.node)
             self._void_placement(status)
+        if status is None and self.cache.pod_info(uid) is not None:
+            if self.cache.is_assumed_pod(_ref(uid)):
+                return self._adopt(uid, namespace, name, candidates)
+            # bound, as the watch showed: kube-scheduler's own view lags behind
+            return self._placed_result(candidates, self.cache.pod_info(uid).node_name, "bound")
         result = self.algorithm.schedule(pod, candidates.name_set)
         kind = result.kind
         if kind == "bind":
@@ -312,6 +361,16 @@ class Extender:
                 self._send_bind(status, f"{attempts} filter calls without a bind")
         return self._placed_result(candidates, status.node, "placed")
 
+    def _adopt(self, uid, namespace, name, candidates):
+        """A pod assumed in the cache by someone else (an operator, a tool, a restored
+        placement) keeps that placement: it is Binding there, and kube-scheduler's bind
+        posts the Binding (a 409 from one already posted reads back as bound)."""
+        info = self.cache.pod_info(uid)
+        node = info.node_name
+        self.statuses.wait(uid, namespace, name, {})
+        self.statuses.binding(uid, namespace, name, node=node, pod=_placed(info.pod, node))
+        return self._placed_result(candidates, node, "assumed")
+
     def _placed_result(self, candidates, node, how):
         listed = [node] if node in candidates.name_set else []
         if listed:
@@ -338,8 +397,8 @@ class Extender:
         return filter_result(candidates, (), failed, unresolvable)
 
     # --- bind -------------------------------------------------------------------------------
-    def bind(self, args: dict) -> dict:
-        """ExtenderBindingArgs -> ExtenderBindingResult. Raises ExtenderUserError."""
+    def bind(self, args: dict) -> BindPlan:
+        """ExtenderBindingArgs -> BindPlan. Raises ExtenderUserError."""
         _object(args, "the bind request body")
         values = {}
         for key in ("PodName", "PodNamespace", "PodUID", "Node"):
@@ -348,28 +407,51 @@ class Extender:
                 raise ExtenderUserError(f"the bind request's {key} must be a non-empty string")
             values[key] = value
         uid, node = values["PodUID"], values["Node"]
-        label = f"{values['PodNamespace']}/{values['PodName']} ({uid})"
+        namespace, name = values["PodNamespace"], values["PodName"]
+        self._check_known(uid, namespace, name)
+        label = f"{namespace}/{name} ({uid})"
         status = self.statuses.get(uid)
         if status is None:
-            raise ExtenderUserError(f"pod {label} is unknown to the extender (never filtered, "
-                                    f"or deleted/forgotten since): it cannot be bound")
+            raise ExtenderUserError(f"pod {label} was not placed by the extender (never "
+                                    f"filtered, or forgotten since): filter it first")
         self.stats["bind"] += 1
         if status.state not in (BINDING, BOUND):
-            return binding_result(f"pod {label} is {status.state}: the extender has not placed "
-                                  f"it, so it cannot be bound")
+            return BindPlan(binding_result(f"pod {label} is {status.state}: the extender has "
+                                           f"not placed it, so it cannot be bound"))
         if status.node != node:
-            return binding_result(f"pod {label} is placed on node {status.node}, not {node}: "
-                                  f"refusing to bind it to {node}")
-        if status.state == BOUND or status.bind_requested:
-            return binding_result()     # a repeat: already bound or on its way
-        try:
-            self._send_bind(status, "kube-scheduler's bind", strict=True)
-        except Exception as exc:
-            self.stats["platform_errors"] += 1
-            log.exception("queueing the bind of pod %s on %s failed", label, node)
-            return binding_result(f"schedview extender: queueing the bind of pod {label} on "
-                                  f"{node} failed: {type(exc).__name__}: {exc}")
-        return binding_result()
+            return BindPlan(binding_result(f"pod {label} is placed on node {status.node}, not "
+                                           f"{node}: refusing to bind it to {node}"))
+        if status.state == BOUND:
+            return BindPlan(binding_result())     # a repeat: the Binding exists
+        self.statuses.count_bind_attempt(uid)
+        if self._binding_finished(uid):
+            return BindPlan(binding_result())     # bound by the extender's own bind
+        return BindPlan(pod=(uid, status.namespace, status.name, node))
+
+    def bind_outcome(self, uid: str, node: str, bound: bool, reason: str = "",
+                     now: float = None) -> dict:
+        """The Binding `bind` planned was posted: settle the cache -> ExtenderBindingResult."""
+        assumed_here = (self.cache.is_assumed_pod(_ref(uid))
+                        and self.cache.pod_info(uid).node_name == node)
+        if bound:
+            if assumed_here:
+                self.cache.finish_binding(_ref(uid, node), now=now)
+            return binding_result()
+        self.stats["binds_refused"] += 1
+        status = self.statuses.get(uid)
+        label = f"{status.namespace}/{status.name} ({uid})" if status else uid
+        log.warning("binding pod %s to node %s failed: %s; the extender forgets it",
+                    label, node, reason)
+        if assumed_here:
+            self.cache.forget_pod(_ref(uid, node))      # emits pod_forgotten -> released
+        else:
+            self.released(uid)
+        return binding_result(f"schedview extender: binding pod {label} to node {node} "
+                              f"failed: {reason}")
+
+    def _binding_finished(self, uid) -> bool:
+        status = self.cache.assumed_pod_status(_ref(uid))
+        return bool(status and status[0])
 
     def _send_bind(self, status, why, strict=False):
         """schedule_bind the pod's placement once; a failure is raised (strict) or logged."""
@@ -389,26 +471,51 @@ class Extender:
 
     # --- preempt ----------------------------------------------------------------------------
     def preempt(self, args: dict) -> dict:
-        """ExtenderPreemptionArgs -> ExtenderPreemptionResult (this pod's victims, as MetaPods)."""
+        """ExtenderPreemptionArgs -> ExtenderPreemptionResult: victims on the node chosen
+        among those sent (as MetaPods), or no node when preemption cannot help."""
         pod, uid, namespace, name = _pod_identity(args, "preempt")
-        for key in ("NodeNameToVictims", "NodeNameToMetaVictims"):
-            value = _field(args, key)
-            if value is not None and not isinstance(value, dict):
-                raise ExtenderUserError(f"{key} must be an object (node name -> victims)")
-        status = self.statuses.get(uid)
-        if status is None:
-            raise ExtenderUserError(f"pod {namespace}/{name} ({uid}) is unknown to the extender "
-                                    f"(never filtered): nothing to preempt for it")
+        nodes = _preemption_nodes(args)
+        self._check_known(uid, namespace, name)
         self.stats["preempt"] += 1
-        if status.state != PREEMPTING:
+        self._flush_released()
+        label = f"{namespace}/{name} ({uid})"
+        status = self.statuses.get(uid)
+        if status is not None and status.state in ALLOCATED:
+            log.info("preemption for pod %s refused: it is already %s on node %s", label,
+                     status.state, status.node)
             return preemption_result({})
-        # Victims already gone must leave the answer, or kube-scheduler refuses to preempt.
-        victims = {}
-        for node, pods in status.victims.items():
-            alive = tuple(v for v in pods if self._on_node(v.uid, node))
-            if alive:
-                victims[node] = alive
-        return preemption_result(victims)
+        if status is not None and status.state == PREEMPTING and status.node in nodes:
+            alive = tuple(v for v in status.victims.get(status.node, ())
+                          if self._on_node(v.uid, status.node))
+            if alive:   # victims already gone must leave the answer, or it is refused
+                return preemption_result({status.node: alive})
+        try:
+            result = self.algorithm.schedule(pod, nodes)
+        except Exception:
+            self.stats["platform_errors"] += 1
+            log.exception("extender preemption for pod %s failed", label)
+            raise
+        if result.kind == "preempt":
+            info = result.preempt_info
+            victims = tuple(Victim(p.key, p.namespace, p.name, p.priority)
+                            for p in info.victims[info.node])
+            self._enter(uid, namespace, name)
+            self.statuses.preempt(uid, namespace, name, node=info.node,
+                                  victims={info.node: victims})
+            log.info("pod %s preempts %d pod(s) on node %s", label, len(victims), info.node)
+            return preemption_result({info.node: victims})
+        if result.kind == "bind":
+            reasons = {result.bind_info.node: "the pod fits on this node without preemption"}
+        else:
+            found = dict(result.wait_info.failed_node_reasons) if result.wait_info else {}
+            reasons = {n: f"preemption cannot help: {found.get(n) or NO_REASON}"
+                       for n in nodes}
+        log.info("no preemption for pod %s on %d node(s): %s", label, len(nodes),
+                 reason_counts(reasons))
+        self._enter(uid, namespace, name)
+        if self.statuses.state(uid) != BINDING:
+            self.statuses.wait(uid, namespace, name, reasons)
+        return preemption_result({})
 
     # --- what the owner tells the extender ---------------------------------------------------
     def on_cache_event(self, event) -> None:
@@ -470,6 +577,16 @@ class Extender:
         return status.as_dict() if status is not None else {"uid": uid, "state": UNKNOWN}
 
     # --- helpers ----------------------------------------------------------------------------
+    def _check_known(self, uid, namespace, name):
+        """The pod must be one the owner's watch has shown, under the same name."""
+        known = self.known_pod(uid)
+        if known is None:
+            raise ExtenderUserError(f"pod {namespace}/{name} ({uid}) is not a pod the cache "
+                                    f"owner has seen from the API server")
+        if tuple(known) != (namespace, name):
+            raise ExtenderUserError(f"pod {uid} is {known[0]}/{known[1]} in the cluster, "
+                                    f"not {namespace}/{name}")
+
     def _node_exists(self, name) -> bool:
         info = self.cache.node_info(name)
         return info is not None and info.has_node
@@ -494,5 +611,5 @@ class Extender:
                 log.exception("algorithm.delete_allocated_pod failed")
 
 
-__all__ = ["Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "TransitionError",
+__all__ = ["BindPlan", "Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "TransitionError",
            "binding_result", "filter_result", "preemption_result"]

@@ -1,10 +1,10 @@
-"""The owner's command handlers for the extender: op -> handler(args, actor).
+"""The owner's handlers for the extender: op -> handler(args, actor).
 
-The HTTP views send the request body as the command's args, e.g.
-`commands.send("extender_filter", body)`, and answer the result as the JSON
-body (200), or 400 with the message of a refused command. The statuses page
-and REST read the statuses with `extender_status` (one pod, by uid or by
-namespace and name) and `extender_statuses` (a page, filtered by state).
+`verb_handlers`: kube-scheduler's verbs, which only the owner's own listener calls
+(in-process, through OwnerCalls: a bind's plan is not JSON). `command_handlers`: what
+other processes ask over Redis: the statuses page and REST read the statuses with
+`extender_status` (one pod, by uid or by namespace and name) and `extender_statuses`
+(a page, filtered by state).
 
     owner.register(command_handlers(extender))
 """
@@ -15,8 +15,7 @@ from .statuses import TransitionError
 
 from .statuses import STATES
 
-OPS = ("extender_filter", "extender_bind", "extender_preempt", "extender_status",
-       "extender_statuses")
+OPS = ("extender_status", "extender_statuses")
 MAX_LIMIT = 1000
 
 
@@ -70,8 +69,16 @@ def command_handlers(extender: Extender) -> dict:
         return {"total": total, "counts": statuses.counts(),
                 "items": [s.summary() for s in items]}
 
+    return {"extender_status": _guarded(status),
+            "extender_statuses": _guarded(page)}
+
+
+def verb_handlers(extender: Extender) -> dict:
+    """kube-scheduler's verbs; `extender_bind_outcome` settles the Binding a bind planned."""
+    def bind_outcome(args):
+        return extender.bind_outcome(args["uid"], args["node"], args["bound"], args["reason"])
+
     return {"extender_filter": _guarded(extender.filter),
             "extender_bind": _guarded(extender.bind),
-            "extender_preempt": _guarded(extender.preempt),
-            "extender_status": _guarded(status),
-            "extender_statuses": _guarded(page)}
+            "extender_bind_outcome": _guarded(bind_outcome),
+            "extender_preempt": _guarded(extender.preempt)}

@@ -8,14 +8,21 @@ alone touches the cache.
 
     POST {PREFIX}/filter | {PREFIX}/bind | {PREFIX}/preempt
 
-The same JSON in and out as the web's `/extender/` views, answered by the same rules
-(`answers.py`). Beyond those: an unknown path is a 404, another method a 405, a body
-without Content-Length a 411, one over `max_body` a 413, malformed HTTP (or a
-Content-Length that is not a number) a 400; those close the connection (the body is
-left unread). Only the leader listens (a standby holds no cache).
+Answered by the rules in `answers.py`. Beyond those: an unknown path is a 404,
+another method a 405, a body without Content-Length a 411, one over `max_body` a 413,
+malformed HTTP (or a Content-Length that is not a number) a 400; those close the
+connection (the body is left unread). Only the leader listens (a standby holds no cache).
+
+kube-scheduler sends no credentials (shared k8s-wire/extender: no Authorization header),
+but its extender `tlsConfig` can present a client certificate: with a certificate and
+key the listener serves HTTPS, and with a client CA it requires a certificate signed by
+it (the TLS handshake happens in the connection's thread, so a slow client holds no one
+else up). Every change a call makes is recorded with the caller: the certificate's
+subject, or the address it came from.
 """
 import logging
 import socketserver
+import ssl
 import threading
 from http.server import BaseHTTPRequestHandler
 
@@ -30,6 +37,30 @@ PREFIX = "/extender/"
 # A filter without nodeCacheCapable carries whole Nodes: 5,000 of them are about 25 MB.
 MAX_BODY = 32 * 1024 * 1024
 IDLE_TIMEOUT = 120.0     # seconds an idle kept-alive connection stays open (Go's is 90 s)
+HANDSHAKE_TIMEOUT = 10.0
+
+
+def tls_context(cert: str, key: str, client_ca: str = "") -> ssl.SSLContext:
+    """The listener's TLS: its certificate, and with `client_ca` a required client
+    certificate signed by that CA. Raises OSError / ssl.SSLError for unusable files."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    if client_ca:
+        context.load_verify_locations(client_ca)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
+
+
+def caller(connection, address) -> str:
+    """Who called, for the history: the client certificate's subject, else the address."""
+    peer = connection.getpeercert() if isinstance(connection, ssl.SSLSocket) else None
+    if peer:
+        subject = dict(pair for rdn in peer.get("subject", ()) for pair in rdn)
+        name = subject.get("commonName") or subject.get("organizationName")
+        if name:
+            return f"kube-scheduler ({name})"[:150]
+    return f"kube-scheduler at {address[0]}"
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -64,8 +95,15 @@ class _ExtenderRequest(BaseHTTPRequestHandler):
         if len(raw) < int(length):
             self.close_connection = True   # the client went away mid-body
             return
-        status, body = answer(op, raw, self.server.call_owner)
+        status, body = answer(op, raw, self._call_owner, self.server.post_binding)
         self._reply(status, body)
+
+    def _call_owner(self, op, body):
+        return self.server.calls.call(op, body, self.server.owner_timeout, self.caller)
+
+    def setup(self):
+        super().setup()
+        self.caller = caller(self.connection, self.client_address)
 
     def _not_allowed(self):
         self._refuse(405, f"{self.command} is not allowed: POST {PREFIX}"
@@ -103,19 +141,35 @@ class ExtenderListener(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: str, calls: OwnerCalls, timeout: float,
-                 max_body: int = MAX_BODY):
+    def __init__(self, address: str, calls: OwnerCalls, timeout: float, *, post_binding,
+                 tls: ssl.SSLContext = None, max_body: int = MAX_BODY):
+        """post_binding(uid, namespace, name, node) -> (outcome, reason): posts a bind's
+        Binding (dashboard.binding.bind_once) in the connection's thread."""
         super().__init__(parse_address(address), _ExtenderRequest)
         self.calls, self.owner_timeout, self.max_body = calls, timeout, max_body
+        self.post_binding, self.tls = post_binding, tls
         self._thread = None
 
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]
-        return f"http://{host}:{port}{PREFIX.rstrip('/')}"
+        scheme = "https" if self.tls is not None else "http"
+        return f"{scheme}://{host}:{port}{PREFIX.rstrip('/')}"
 
-    def call_owner(self, op, body):
-        return self.calls.call(op, body, self.owner_timeout)
+    def finish_request(self, request, client_address):
+        """In the connection's own thread: the TLS handshake first, when serving HTTPS."""
+        if self.tls is None:
+            return super().finish_request(request, client_address)
+        request.settimeout(HANDSHAKE_TIMEOUT)
+        try:
+            secured = self.tls.wrap_socket(request, server_side=True)   # takes over the fd
+        except (ssl.SSLError, OSError) as exc:
+            log.warning("extender TLS handshake with %s failed: %s", client_address[0], exc)
+            return
+        try:
+            super().finish_request(secured, client_address)
+        finally:
+            secured.close()
 
     def start(self) -> "ExtenderListener":
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2},

@@ -20,10 +20,10 @@ _QUEUED, _TAKEN, _ABANDONED = "queued", "taken", "abandoned"
 
 
 class _Call:
-    __slots__ = ("op", "args", "state", "done", "result", "error")
+    __slots__ = ("op", "args", "actor", "state", "done", "result", "error")
 
-    def __init__(self, op, args):
-        self.op, self.args = op, args
+    def __init__(self, op, args, actor):
+        self.op, self.args, self.actor = op, args, actor
         self.state = _QUEUED
         self.done = threading.Event()
         self.result = self.error = None
@@ -33,7 +33,8 @@ class OwnerCalls:
     """`call(op, args, timeout)` from any thread; `serve()` and `wait()` from the owner's.
 
     handlers: op -> handler(args, actor), the owner's command handlers (so calls are
-    counted and their transitions recorded as the owner's commands are)."""
+    counted and their transitions recorded as the owner's commands are); `actor` names
+    the caller of calls that name none."""
 
     def __init__(self, handlers: dict, actor: str):
         self.handlers = handlers
@@ -42,10 +43,10 @@ class OwnerCalls:
         self._lock = threading.Condition()
         self._closed = False
 
-    def call(self, op: str, args: dict, timeout: float):
+    def call(self, op: str, args: dict, timeout: float, actor: str = None):
         """The handler's result; raises its CommandError, or OwnerUnavailable (503) when
         the owner did not start the call within `timeout` seconds or has stopped."""
-        call = _Call(op, args)
+        call = _Call(op, args, actor or self.actor)
         with self._lock:
             if self._closed:
                 raise OwnerUnavailable("the cache owner has stopped")
@@ -79,7 +80,7 @@ class OwnerCalls:
         return len(calls)
 
     def _run(self, call):
-        return run_handler(self.handlers, call.op, call.args, self.actor, "owner call")
+        return run_handler(self.handlers, call.op, call.args, call.actor, "owner call")
 
     def wait(self, timeout: float) -> bool:
         """Block until a call is queued or `timeout` seconds pass; whether one is queued."""

@@ -84,7 +84,8 @@ class PodScheduleStatus:
     name: str
     state: str
     node: str = ""                  # Binding/Bound: the bind node; Preempting: the chosen node
-    bind_attempts: int = 0          # filter calls seen again while Binding (PodBindAttempts)
+    bind_attempts: int = 0          # bind calls, and filter calls seen again, while Binding
+                                    # (HiveD's PodBindAttempts)
     bind_requested: bool = False    # schedule_bind was called for this placement
     wait_reasons: Mapping[str, str] = field(default_factory=dict)   # node -> why not
     victims: Mapping[str, tuple] = field(default_factory=dict)      # node -> (Victim, ...)
@@ -210,16 +211,18 @@ class PodScheduleStatuses:
         return self._set(uid, namespace, name, BINDING, node=node, pod=pod)
 
     def bound(self, uid, namespace="", name="", *, node: str = ""):
-        """-> Bound. From Binding the node is kept (a different `node` is refused)."""
+        """-> Bound. From Binding the node and the bind attempts are kept (a different
+        `node` is refused)."""
         with self._lock:
             previous = self._statuses.get(uid)
+            attempts = 0
             if previous is not None and previous.state == BINDING:
                 if node and node != previous.node:
                     raise TransitionError(
                         f"pod {self._label(uid, namespace, name)} is Binding on "
                         f"{previous.node!r}, it cannot become Bound on {node!r}")
-                node = previous.node
-            return self._set(uid, namespace, name, BOUND, node=node)
+                node, attempts = previous.node, previous.bind_attempts
+            return self._set(uid, namespace, name, BOUND, node=node, bind_attempts=attempts)
 
     def remove(self, uid) -> Optional[PodScheduleStatus]:
         """-> Unknown (always allowed); returns the status dropped, if any."""
@@ -228,7 +231,7 @@ class PodScheduleStatuses:
             return self._statuses.pop(uid, None)
 
     def count_bind_attempt(self, uid) -> int:
-        """One more filter call for a Binding pod; returns the attempts so far."""
+        """One more bind or filter call for a Binding pod; returns the attempts so far."""
         with self._lock:
             status = self._statuses.get(uid)
             if status is None or status.state != BINDING:

@@ -35,6 +35,9 @@ SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
 ROWS_PER_FLUSH = 3000                    # read-model rows built per flush (100 ms)
 _TERMINATED = ("Succeeded", "Failed")
 _OUTCOMES = {"pod_expired": "Expired", "pod_forgotten": "Forgotten"}
+_LEAVE_ASSUMED = frozenset(("pod_added", "pod_confirmed", "pod_forgotten", "pod_expired",
+                            "pod_removed"))
+BIND_DEADLINE_CAUSE = "bind deadline"
 _COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "system": "owner"}
 
 
@@ -97,12 +100,19 @@ class CompareRequest:
     nodes: list
     pods: list
     resource_version: str
+    watch_behind: bool = False    # compared without the watch passing the lists' version
+
+
+@dataclass
+class CompareFailed:
+    """A comparison that could not be made: recorded, so the pages show the failure."""
+    error: str
 
 
 class CacheOwner:
     def __init__(self, cache: Cache, *, command_server: CommandServer = None, writer=None,
                  publisher=None, redis=None, seq_base=0, epoch=0, lister=None, on_drift=None,
-                 clock=time.time):
+                 clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0):
         self.cache = cache
         self.feed = queue.Queue(maxsize=200_000)
         self.commands = command_server
@@ -112,6 +122,9 @@ class CacheOwner:
         self.lister = lister          # () -> CompareRequest, from the API server (comparer)
         self.on_drift = on_drift      # called when a comparison finds drift: relist to heal
         self.on_pods_listed = None    # called with every full pod list (the extender restores)
+        self.on_pod_deleted = None    # called with the uid of every pod deleted or terminated
+        self.scheduler_verbs = {}     # op -> handler: kube-scheduler's, for the owner's listener
+        self.fit_reason = None        # (pod, node) -> why it does not fit, or None (assume)
         self._listing = {}            # kind -> (keys, annotated pods) of a paged list so far
         self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
@@ -125,6 +138,9 @@ class CacheOwner:
         self.outcome = {}             # uid -> (state, namespace, name, node) of an expired or
                                       # forgotten pod, until the pod moves on
         self.latest_report = None
+        self.assumed_at = {}          # uid -> when it was assumed (oldest first)
+        self.bind_stuck_after = bind_stuck_after   # seconds until an unfinished bind is stuck
+        self.bind_deadline = bind_deadline         # ... and until it is forgotten
         self._batch = Batch()
         self._pruned = False
         self.snapshot = Snapshot()
@@ -141,7 +157,12 @@ class CacheOwner:
 
     # --- events ------------------------------------------------------------------------------
     def _on_event(self, event):
-        self._outbox.append((event, self._cause, self._actor, self.clock()))
+        now = self.clock()
+        self._outbox.append((event, self._cause, self._actor, now))
+        if event.kind == "pod_assumed":
+            self.assumed_at[event.key] = now
+        elif event.kind in _LEAVE_ASSUMED:
+            self.assumed_at.pop(event.key, None)
         if event.kind.startswith("pod_"):
             self._dirty_pods.add(event.key)
             self._dirty_nodes.add(event.node)
@@ -211,6 +232,9 @@ class CacheOwner:
             self.synced[item.kind] = True
         elif isinstance(item, CompareRequest):
             self._compare(item)
+        elif isinstance(item, CompareFailed):
+            self._batch.comparer_runs.append({"at": _iso(self.clock()), "clean": False,
+                                              "report": {}, "error": item.error})
         return 1
 
     def _apply_pod(self, kind, pod):
@@ -281,6 +305,8 @@ class CacheOwner:
         self._dirty_pods.add(uid)
         if self.cache.pod_info(uid) is not None:
             self.cache.remove_pod(_ref(uid))
+        if self.on_pod_deleted is not None:
+            self.on_pod_deleted(uid)
         self.stats["applied"] += 1
 
     def _skip_pod(self, uid, why):
@@ -366,6 +392,8 @@ class CacheOwner:
             self.cache.remove_pod(_ref(uid))
         for uid in [u for u in self.pending if u not in listed]:
             self._forget_pending(uid)
+            if self.on_pod_deleted is not None:
+                self.on_pod_deleted(uid)
         for uid in [u for u in self.outcome if u not in listed]:
             del self.outcome[uid]
             self._dirty_pods.add(uid)
@@ -377,6 +405,48 @@ class CacheOwner:
         for name in [n for n in self.cache.node_names() if n not in listed]:
             self.cache.remove_node({"metadata": {"name": name}})
 
+    def known_pod(self, uid):
+        """(namespace, name) of a pod the watch has shown (pending or cached), else None."""
+        pod = self.pending.get(uid)
+        if pod is not None:
+            meta = pod.get("metadata") or {}
+            return meta.get("namespace") or "", meta.get("name") or ""
+        info = self.cache.pod_info(uid)
+        return (info.namespace, info.name) if info is not None else None
+
+    # --- binds that never finish -------------------------------------------------------------
+    def unfinished_binds(self, now, older_than) -> list:
+        """(uid, node) of assumed pods whose binding has not finished, assumed more than
+        `older_than` seconds before `now`, oldest first."""
+        found = []
+        for uid, at in self.assumed_at.items():
+            if now - at <= older_than:
+                break
+            status = self.cache.assumed_pod_status(_ref(uid))
+            if status is not None and not status[0]:
+                found.append((uid, self.cache.pod_info(uid).node_name))
+        return found
+
+    def forget_overdue_binds(self, now=None) -> int:
+        """Forget every assumed pod whose binding has not finished by the bind deadline,
+        so no placement holds its node for ever; each is audited. Returns how many."""
+        now = self.clock() if now is None else now
+        overdue = self.unfinished_binds(now, self.bind_deadline)
+        for uid, node in overdue:
+            info = self.cache.pod_info(uid)
+            log.warning("pod %s/%s (%s) assumed on %s has not been bound within %g s: "
+                        "forgetting it", info.namespace, info.name, uid, node,
+                        self.bind_deadline)
+            self._as(BIND_DEADLINE_CAUSE, "owner")
+            self.cache.forget_pod(_ref(uid, node))
+            self._batch.audits.append(
+                {"at": _iso(now), "actor": "owner", "action": "forget", "target": uid,
+                 "node": node, "ok": True,
+                 "message": f"not bound within the bind deadline of {self.bind_deadline:g} s",
+                 "details": {"namespace": info.namespace, "name": info.name,
+                             "cause": BIND_DEADLINE_CAUSE}})
+        return len(overdue)
+
     # --- commands ----------------------------------------------------------------------------
     def handlers(self) -> dict:
         return {"assume": self.cmd_assume, "finish_binding": self.cmd_finish_binding,
@@ -385,8 +455,13 @@ class CacheOwner:
                 "get_node": self.cmd_get_node, "status": self.cmd_status}
 
     def register(self, handlers: dict, cause: str = None):
-        """Serve more commands; the transitions they make are recorded with `cause`
-        (by default the actor's: bind, reaper, owner, or operator for a person or tool)."""
+        """Serve more commands over Redis (see `caused`)."""
+        self.commands.handlers.update(self.caused(handlers, cause))
+
+    def caused(self, handlers: dict, cause: str = None) -> dict:
+        """The handlers, counted, timed (metrics), their transitions recorded with `cause`
+        (by default the actor's: bind, reaper, owner, or operator for a person or tool)
+        and the actor."""
         def caused(op, handler):
             def run(args, actor):
                 self.stats["commands"] += 1
@@ -394,7 +469,7 @@ class CacheOwner:
                 with self.metrics.timing(op):
                     return handler(args, actor)
             return run
-        self.commands.handlers.update({op: caused(op, h) for op, h in handlers.items()})
+        return {op: caused(op, h) for op, h in handlers.items()}
 
     def _aggregates(self, node):
         info = self.cache.node_info(node)
@@ -429,14 +504,20 @@ class CacheOwner:
             raise CommandError(404, f"pod {uid} is not a pending pod of the cluster")
         if not self._has_node(node):
             raise CommandError(404, f"node {node!r} is not in the cache")
+        meta = pod.get("metadata") or {}
+        placed = dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node))
+        misfit = self.fit_reason(placed, node) if self.fit_reason is not None else None
+        if misfit and not args.get("force"):
+            raise CommandError(409, f"pod {meta.get('namespace')}/{meta.get('name')} does not "
+                                    f"fit on node {node}: {misfit} (force assumes it anyway)")
         before = self._aggregates(node)
         try:
-            self.cache.assume_pod(dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node)))
+            self.cache.assume_pod(placed)
         except CacheError as exc:
             raise CommandError(409, str(exc)) from None
-        meta = pod.get("metadata") or {}
         return {"uid": uid, "namespace": meta.get("namespace"), "name": meta.get("name"),
-                "node": node, "before": before, "after": self._aggregates(node)}
+                "node": node, "forced_past": misfit, "before": before,
+                "after": self._aggregates(node)}
 
     def cmd_finish_binding(self, args, actor):
         uid = self._cached_uid(args)
@@ -502,6 +583,7 @@ class CacheOwner:
 
     def status(self) -> dict:
         cache = self.cache
+        stuck = self.unfinished_binds(self.clock(), self.bind_stuck_after)
         # The tree holds exactly the nodes with a Node object: counted, not listed, each flush.
         return {"nodes": cache.node_tree.num_nodes, "node_infos": cache.node_count(),
                 "pods": cache.pod_count(), "assumed": cache.assumed_count(),
@@ -510,7 +592,18 @@ class CacheOwner:
                 "seq": self.seq_base + cache.event_seq, "synced": all(self.synced.values()),
                 "feed_backlog": self.feed.qsize(), "read_model_backlog": self._unwritten(),
                 "round_robin": self._round_robin(),
+                "binds_stuck": len(stuck), "oldest_stuck": self._oldest_stuck(stuck),
+                "bind_stuck_after": self.bind_stuck_after, "bind_deadline": self.bind_deadline,
                 **self.stats, **{k: v for part in self.status_parts for k, v in part().items()}}
+
+    def _oldest_stuck(self, stuck):
+        """The stuck bind the overview links to: the longest waiting, or None."""
+        if not stuck:
+            return None
+        uid, node = stuck[0]
+        info = self.cache.pod_info(uid)
+        return {"uid": uid, "namespace": info.namespace, "name": info.name, "node": node,
+                "assumed_at": self.assumed_at[uid]}
 
     def _unwritten(self) -> int:
         """Changes the read model has yet to show: rows not yet built, batches not yet written."""
@@ -538,6 +631,8 @@ class CacheOwner:
                 self.feed.put(self.lister())
             except Exception as exc:
                 log.warning("comparer could not list the cluster: %s", exc)
+                self.feed.put(CompareFailed(f"could not list the cluster: "
+                                            f"{type(exc).__name__}: {exc}"))
                 self._compare_busy.clear()
         threading.Thread(target=run, name="comparer-list", daemon=True).start()
         return {"started": True}
@@ -548,8 +643,16 @@ class CacheOwner:
             # the drift to find.
             report = self._settled(compare(self.cache, request.nodes, request.pods),
                                    request.resource_version)
+            # An assumed pod whose bind is overdue is drift too, though a relist cannot heal
+            # it (the pod is still unbound in the cluster): the bind deadline does.
+            overdue = [uid for uid, _ in self.unfinished_binds(self.clock(),
+                                                                self.bind_stuck_after)]
+            details = dict(report.as_dict(), overdue_binds=overdue,
+                           watch_behind=request.watch_behind)
+            details["clean"] = report.clean and not overdue
             self._batch.comparer_runs.append(
-                {"at": _iso(self.clock()), "clean": report.clean, "report": report.as_dict()})
+                {"at": _iso(self.clock()), "clean": details["clean"], "report": details,
+                 "error": ""})
             self.latest_report = report
             if not report.clean and self.on_drift is not None:
                 log.warning("the cache drifted from the cluster; relisting: %s",
@@ -669,6 +772,8 @@ class CacheOwner:
             return {"namespace": info.namespace, "name": info.name, "node": info.node_name,
                     "zone": zone_display(zone) if zone is not None else "",
                     "state": "Assumed" if status is not None else "Added",
+                    "assumed_at": (_iso(self.assumed_at[uid]) if uid in self.assumed_at
+                                   and status is not None else None),
                     "binding_finished": bool(status and status[0]),
                     "deadline": status[1] if status else None, "phase": info.phase,
                     "resource_version": info.resource_version, "labels": info.labels or {},
@@ -683,7 +788,7 @@ class CacheOwner:
         state, namespace, name, node = outcome or ("Pending", meta.get("namespace", ""),
                                                    meta.get("name", ""), "")
         return {"namespace": namespace, "name": name, "node": node, "zone": "", "state": state,
-                "binding_finished": False,
+                "assumed_at": None, "binding_finished": False,
                 "deadline": None, "phase": ((pod or {}).get("status") or {}).get("phase", ""),
                 "resource_version": meta.get("resourceVersion", ""),
                 "labels": meta.get("labels") or {}, "milli_cpu": 0, "memory": 0,

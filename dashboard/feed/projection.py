@@ -14,13 +14,13 @@ from django.db import close_old_connections, connections, transaction
 import orjson
 import psycopg
 
-from dashboard.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample,
+from dashboard.models import (AuditAction, ComparerRun, NodeRecord, PodRecord, SnapshotSample,
                               Transition)
 
 log = logging.getLogger(__name__)
 
-POD_FIELDS = ["namespace", "name", "node", "zone", "state", "binding_finished", "deadline",
-              "phase", "resource_version", "labels", "milli_cpu", "memory", "priority", "seq",
+POD_FIELDS = ["namespace", "name", "node", "zone", "state", "binding_finished", "assumed_at",
+              "deadline", "phase", "resource_version", "labels", "milli_cpu", "memory", "priority", "seq",
               "changed_at", "owner_epoch"]
 NODE_FIELDS = ["zone", "tree_index", "has_node", "generation", "pods", "requested",
                "non_zero_requested", "allocatable", "host_ports", "images", "changed_at",
@@ -38,11 +38,12 @@ class Batch:
     transitions: list = field(default_factory=list)
     samples: list = field(default_factory=list)
     comparer_runs: list = field(default_factory=list)
+    audits: list = field(default_factory=list)      # AuditAction rows of the owner's own acts
     prune_epoch: int = None  # delete rows written by any other owner (after a full sync)
 
     def __bool__(self):
         return bool(self.pods or self.nodes or self.transitions or self.samples
-                    or self.comparer_runs or self.prune_epoch is not None)
+                    or self.comparer_runs or self.audits or self.prune_epoch is not None)
 
     def rows(self) -> int:
         return len(self.pods) + len(self.nodes) + len(self.transitions)
@@ -54,6 +55,7 @@ class Batch:
         self.transitions.extend(later.transitions)
         self.samples.extend(later.samples)
         self.comparer_runs.extend(later.comparer_runs)
+        self.audits.extend(later.audits)
         if later.prune_epoch is not None:
             self.prune_epoch = later.prune_epoch
 
@@ -181,6 +183,7 @@ def write(batch: Batch):
             NodeRecord.objects.exclude(owner_epoch=batch.prune_epoch).delete()
         SnapshotSample.objects.bulk_create(SnapshotSample(**s) for s in batch.samples)
         ComparerRun.objects.bulk_create(ComparerRun(**r) for r in batch.comparer_runs)
+        AuditAction.objects.bulk_create(AuditAction(**a) for a in batch.audits)
 
 
 def _merged(batches) -> Batch:

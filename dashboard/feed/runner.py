@@ -5,6 +5,7 @@ their own and only hand items to the owner's queue; the writer thread only
 writes rows. The loop renews the leader lease every second and stops (so a
 standby takes over) the moment the lease is lost.
 """
+import functools
 import gc
 import logging
 import sys
@@ -18,11 +19,12 @@ from schedcache import Cache
 from scheduling.registry import load_algorithm
 
 from dashboard import kube
+from dashboard.binding import bind_once
 from dashboard.extender.answers import ACTOR as SCHEDULER
 from dashboard.extender.bindsender import BindSender
 from dashboard.extender.core import Extender
-from dashboard.extender.handlers import command_handlers
-from dashboard.extender.listener import ExtenderListener
+from dashboard.extender.handlers import command_handlers, verb_handlers
+from dashboard.extender.listener import ExtenderListener, tls_context
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
@@ -43,6 +45,8 @@ CALLING = 1.0            # seconds after its last call kube-scheduler counts as 
 COMMAND_PERIOD = 0.1     # seconds between looks at Redis's commands while it calls non-stop
 LIST_TIMEOUT = 300.0     # seconds the comparer waits for its lists (150,000 pods: about 10)
 LISTEN_RETRY = 10.0      # seconds between tries to listen while the extender's address is taken
+DEADLINE_PERIOD = 1.0    # seconds between looks for binds past their deadline
+WATCH_SETTLE = 3.0       # seconds the comparer waits for the watch to pass its lists' version
 
 
 class LeadershipLost(RuntimeError):
@@ -76,24 +80,36 @@ def last_seq(redis) -> int:
     return max(int(redis.get(SEQ_KEY) or 0), stored)
 
 
-def list_for_comparison(decoder: DecoderProcess, stop, timeout=30.0) -> CompareRequest:
+def list_for_comparison(decoder: DecoderProcess, stop, settle=WATCH_SETTLE) -> CompareRequest:
     """Fresh lists (taken and cut down in the decoder process), handed over once every
     reflector has passed their version, so that everything the lists show is already in
-    the owner's queue ahead of the comparison."""
+    the owner's queue ahead of the comparison.
+
+    The lists' version is the whole API server's: on a quiet cluster it moves with every
+    lease renewal while the pod and node watches see nothing to move theirs (until a
+    bookmark, a minute later). A watch event reaches the reflectors within milliseconds,
+    so after `settle` seconds the lists are compared anyway: what they show older than
+    that is applied, and what changed since is set aside by the owner (`_settled`)."""
     lists = decoder.list_for_comparison(LIST_TIMEOUT)
     listed_at = lists.resource_version
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + settle
+    behind = False
     while any(newer(listed_at, r.resource_version) for r in decoder.reflectors):
-        if time.monotonic() > deadline or stop.wait(0.05):
-            raise TimeoutError("the watch did not catch up with the comparison's lists")
-    return CompareRequest(lists.nodes, lists.pods, listed_at)
+        if stop.wait(0.05):
+            raise RuntimeError("the owner is stopping")
+        if time.monotonic() > deadline:
+            behind = True
+            break
+    return CompareRequest(lists.nodes, lists.pods, listed_at, watch_behind=behind)
 
 
 def build_owner(redis, writer, clock=time.time) -> CacheOwner:
     owner = CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
                        command_server=CommandServer({}, client=redis), writer=writer,
                        publisher=Publisher(), redis=redis, seq_base=last_seq(redis),
-                       epoch=int(clock() * 1000), clock=clock)
+                       epoch=int(clock() * 1000), clock=clock,
+                       bind_stuck_after=settings.SCHEDVIEW_BIND_STUCK_AFTER,
+                       bind_deadline=settings.SCHEDVIEW_BIND_DEADLINE)
     attach_extender(owner)
     return owner
 
@@ -105,14 +121,21 @@ def publish_binds(batch):
 
 
 def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
-    """The scheduler extender decides on the owner's cache, in the owner's thread; its
-    binds are published from a thread of their own (BindSender) unless `schedule_bind`."""
-    extender = Extender(owner.cache,
-                        load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache),
-                        PodScheduleStatuses(), schedule_bind or BindSender(publish_binds))
+    """The scheduler extender decides on the owner's cache, in the owner's thread; the
+    binds it makes on its own are published from a thread of their own (BindSender)
+    unless `schedule_bind`. kube-scheduler's verbs are `owner.scheduler_verbs`, for the
+    owner's listener only."""
+    algorithm = load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache)
+    extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
+                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod)
+    # An operator's or a tool's assume is checked by the same filters (when the algorithm
+    # can say why a pod does not fit; the interface of the seeds does not require it).
+    owner.fit_reason = getattr(algorithm, "fit_reason", None)
     owner.cache.subscribe(extender.on_cache_event)
     owner.on_pods_listed = extender.restore
+    owner.on_pod_deleted = extender.released
     owner.register(command_handlers(extender), cause="extender")
+    owner.scheduler_verbs = owner.caused(verb_handlers(extender), cause="extender")
     # Every flush then tells the statuses page whether anything it shows moved.
     owner.status_parts.append(lambda: {"extender_statuses": extender.statuses.version})
     return extender
@@ -120,11 +143,17 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
 
 def listen_for_scheduler(calls: OwnerCalls):
     """The owner's own extender listener on SCHEDVIEW_EXTENDER_ADDRESS, serving; None
-    (logged) while the address is taken: the owner keeps the cache, the web's /extender
-    still serves, and the loop tries again after LISTEN_RETRY."""
+    (logged) while the address is taken or its TLS files are unusable: the owner keeps
+    the cache, and the loop tries again after LISTEN_RETRY."""
     address = settings.SCHEDVIEW_EXTENDER_ADDRESS
     try:
-        listener = ExtenderListener(address, calls, settings.SCHEDVIEW_EXTENDER_TIMEOUT)
+        tls = (tls_context(settings.SCHEDVIEW_EXTENDER_CERT, settings.SCHEDVIEW_EXTENDER_KEY,
+                           settings.SCHEDVIEW_EXTENDER_CLIENT_CA)
+               if settings.SCHEDVIEW_EXTENDER_CERT else None)
+        post_binding = functools.partial(bind_once,
+                                         timeout=settings.SCHEDVIEW_EXTENDER_BIND_TIMEOUT)
+        listener = ExtenderListener(address, calls, settings.SCHEDVIEW_EXTENDER_TIMEOUT,
+                                    post_binding=post_binding, tls=tls)
     except OSError as exc:
         log.error("cannot serve kube-scheduler's extender on SCHEDVIEW_EXTENDER_ADDRESS=%s: "
                   "%s; trying again in %g s", address, exc, LISTEN_RETRY)
@@ -163,6 +192,9 @@ def step(owner: CacheOwner, deadlines: dict, lock, clock=time.time,
     if now >= deadlines["snapshot"]:
         owner.take_snapshot()
         deadlines["snapshot"] = now + SNAPSHOT_PERIOD
+    if now >= deadlines.get("binds", 0.0):
+        owner.forget_overdue_binds(now)
+        deadlines["binds"] = now + DEADLINE_PERIOD
     if lock is not None and now >= deadlines["renew"]:
         if not lock.renew():
             raise LeadershipLost("the leader lease was lost; stopping so the standby takes over")
@@ -189,7 +221,7 @@ def run(stop: threading.Event, redis, lock=None, clock=time.time, probes=None):
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
     frozen = False
     # kube-scheduler's calls on the owner's own listener, which opens once the cache is synced.
-    calls = (OwnerCalls(owner.commands.handlers, SCHEDULER)
+    calls = (OwnerCalls(owner.scheduler_verbs, SCHEDULER)
              if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
     listener, listen_at = None, 0.0
     try:

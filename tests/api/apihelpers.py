@@ -6,6 +6,7 @@ import threading
 from dashboard.feed.commands import COMMANDS_KEY, REPLY_PREFIX
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.reflector import Relisted
+from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.feed.runner import build_owner, step
 from dashboard.models import NodeRecord, PodRecord, Transition
 from tests.live.livestack import wait_for  # noqa: F401  (re-exported for the tests)
@@ -70,13 +71,19 @@ class OwnerThread:
         self.owner = build_owner(redis, self.writer)
         self.owner.feed.put(Relisted("nodes", nodes, "1"))
         self.owner.feed.put(Relisted("pods", pods, "1"))
+        # kube-scheduler's verbs, as the owner's listener hands them to the loop
+        self.calls = OwnerCalls(self.owner.scheduler_verbs, "kube-scheduler")
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, name="test-owner", daemon=True)
 
     def _run(self):
         deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": float("inf")}
         while not self.stop.is_set():
-            step(self.owner, deadlines, None)
+            step(self.owner, deadlines, None, calls=self.calls)
+
+    def verb(self, op, body):
+        """One kube-scheduler call to the extender, answered in the owner's loop."""
+        return self.calls.call(op, body, 5.0)
 
     def __enter__(self):
         self.thread.start()

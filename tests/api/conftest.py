@@ -34,6 +34,8 @@ def owner(redis_url, transactional_db):
                      requests={"cpu": "100m", "memory": "64Mi"})]
     pods += [make_pod(f"waiting-{i}", namespace=NAMESPACE, uid=f"uid-waiting-{i}",
                       requests={"cpu": "200m", "memory": "128Mi"}) for i in range(4)]
+    pods.append(make_pod("gpu-job", namespace=NAMESPACE, uid="uid-gpu-job",
+                         requests={"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": "64"}))
     with OwnerThread(client, nodes, pods) as running:
         wait_for(lambda: PodRecord.objects.count() == len(pods)
                  and NodeRecord.objects.count() == len(nodes), 30, "the read model")

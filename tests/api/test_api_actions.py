@@ -52,6 +52,21 @@ def test_assume_places_a_pending_pod_and_queues_its_bind(api, owner):
     assert audits() == [("operator", "schedule", "uid-waiting-0", True)]
 
 
+def test_assume_checks_fit_and_force_overrides_it_on_the_record(api, owner):
+    refused = error_of(assume(api, "gpu-job"), 409)
+    assert "does not fit on node node-a" in refused and "Insufficient nvidia.com/gpu" in refused
+    assert cached_state(owner, "uid-gpu-job") is None
+    forced = api.post("/api/v1/pods/assume", {"namespace": "team", "name": "gpu-job",
+                                              "node": "node-a", "force": True},
+                      content_type="application/json")
+    assert forced.status_code == 200, forced.content
+    assert "Insufficient nvidia.com/gpu" in forced.json()["forced_past"]
+    assert cached_state(owner, "uid-gpu-job") == "Assumed"
+    refusal, done = AuditAction.objects.filter(action="schedule").order_by("at", "id")
+    assert (refusal.ok, done.ok) == (False, True)
+    assert done.details["force"] is True and done.details["forced_past"]
+
+
 def test_forget_drops_an_assumed_pod(api, owner):
     uid = assumed(api, "waiting-1")
     response = api.post(f"/api/v1/pods/{uid}/forget")

@@ -160,12 +160,8 @@ def test_gather_sees_a_stalled_scheduler_and_its_clearing(owner_reports, setting
 
 @pytest.mark.django_db
 def test_gather_reads_stuck_binds_from_the_owner_and_links_the_oldest(owner_reports):
-    PodRecord.objects.create(uid="stuck", namespace="default", name="stuck", state="Assumed",
-                             binding_finished=False,
-                             changed_at=timezone.now() - timedelta(seconds=60))
-    PodRecord.objects.create(uid="bound", namespace="default", name="bound", state="Assumed",
-                             binding_finished=True)
-    owner_reports(binds_stuck=1, pending=0)
+    owner_reports(binds_stuck=1, pending=0,
+                  oldest_stuck={"uid": "stuck", "namespace": "default", "name": "stuck"})
     check = next(c for c in health.gather().checks if c.name == "binds_stuck")
     assert (check.level, check.link) == (WARN, "/pods/stuck/")
     owner_reports(pending=0)     # an owner without the figure: nothing stuck
@@ -191,13 +187,16 @@ def test_reachability_reports_what_does_not_answer(settings):
 @pytest.mark.django_db
 def test_a_sample_counts_the_periods_transitions_and_the_owners_figures(owner_reports):
     now = timezone.now()
-    kinds = [("pod_assumed", "extender"), ("pod_binding_finished", "bind"),
-             ("pod_binding_finished", "bind"), ("pod_forgotten", "bind"),
-             ("pod_forgotten", "operator"), ("pod_expired", "reaper"),
-             ("pod_added", "watch")]
-    for seq, (kind, cause) in enumerate(kinds, 1):
-        Transition.objects.create(seq=seq, at=now - timedelta(seconds=3), kind=kind, key="k",
-                                  cause=cause)
+    # Pod a: its binding finished, then the watch confirmed it (one bind); b: confirmed
+    # before the binder told (one bind); c: forgotten by the bind task; d: by an operator.
+    kinds = [("a", "pod_assumed", "extender", ""), ("a", "pod_binding_finished", "bind", ""),
+             ("a", "pod_confirmed", "watch", "Assumed"), ("b", "pod_confirmed", "watch",
+                                                          "Assumed"),
+             ("c", "pod_forgotten", "bind", ""), ("d", "pod_forgotten", "operator", ""),
+             ("e", "pod_expired", "reaper", ""), ("f", "pod_added", "watch", "")]
+    for seq, (key, kind, cause, before) in enumerate(kinds, 1):
+        Transition.objects.create(seq=seq, at=now - timedelta(seconds=3), kind=kind, key=key,
+                                  cause=cause, from_state=before)
     Transition.objects.create(seq=99, at=now - timedelta(seconds=30), kind="pod_expired",
                               key="k", cause="reaper")      # before the period
     owner_reports(pending=5, assumed=2, pods=10, feed_backlog=7, read_model_backlog=8,
@@ -205,7 +204,7 @@ def test_a_sample_counts_the_periods_transitions_and_the_owners_figures(owner_re
     sample = health.take_sample(now, period=10)
     assert (sample.pending, sample.assumed, sample.added) == (3, 2, 8)   # 5 unbound, 2 assumed
     assert (sample.assumes, sample.binds, sample.bind_failures, sample.forgets,
-            sample.expiries) == (1, 2, 1, 2, 1)
+            sample.expiries) == (1, 2, 1, 2, 1)   # binds: a and b, once each
     assert (sample.feed_backlog, sample.read_model_backlog, sample.binds_stuck) == (7, 8, 1)
     assert sample.period == 10 and sample.level == WARN
     assert sample.problems == {"binds_stuck": WARN}
@@ -221,7 +220,7 @@ def test_bind_failures_come_from_the_samples_of_the_window(owner_reports, settin
     for age, binds, failures in ((10, 30, 15), (40, 30, 5), (100, 0, 100)):
         HealthSample.objects.create(at=now - timedelta(seconds=age), period=10, level="ok",
                                     binds=binds, bind_failures=failures)
-    assert health.bind_outcomes(now - timedelta(seconds=60)) == (60, 20)
+    assert health.sampled_bind_outcomes(now - timedelta(seconds=60)) == (60, 20)
     owner_reports(pending=0)
     check = next(c for c in health.gather(now).checks if c.name == "bind_failures")
     assert check.level == WARN and "25%" in check.message

@@ -2,7 +2,12 @@
 and request bodies as kube-scheduler marshals them."""
 import json
 
+import orjson
+
+from dashboard.binding import FINISH
 from dashboard.extender import Extender, PodScheduleStatuses
+from dashboard.extender.answers import answer
+from dashboard.extender.handlers import verb_handlers
 from schedcache import Cache
 from scheduling import DefaultAlgorithm
 from simcluster.generate import make_node, make_pod
@@ -29,7 +34,9 @@ class World:
         self.algorithm = DefaultAlgorithm(self.cache)
         self.statuses = PodScheduleStatuses()
         self.binds = BindRecorder()
-        self.extender = Extender(self.cache, self.algorithm, self.statuses, self.binds)
+        self.known = {}   # uid -> (namespace, name): the pods "the watch has shown"
+        self.extender = Extender(self.cache, self.algorithm, self.statuses, self.binds,
+                                 known_pod=self.known.get)
         self.cache.subscribe(self.extender.on_cache_event)   # what the owner does
         self.nodes = {}
         self._n = 0
@@ -45,7 +52,10 @@ class World:
         self._n += 1
         name = name or f"p{self._n}"
         kwargs.setdefault("uid", f"uid-{name}")
-        return make_pod(name, **kwargs)
+        pod = make_pod(name, **kwargs)
+        meta = pod["metadata"]
+        self.known[meta["uid"]] = (meta.get("namespace") or "", meta["name"])
+        return pod
 
     def running(self, name, node, **kwargs):
         pod = self.pod(name, node_name=node, **kwargs)
@@ -92,3 +102,23 @@ def result_names(result):
         assert result["Nodes"] is None
         return result["NodeNames"]
     return [n["metadata"]["name"] for n in result["Nodes"]["items"]]
+
+
+class Bindings:
+    """The API server's side of the Bindings the listener posts: records them and answers
+    each with the next outcome queued (FINISH by default)."""
+
+    def __init__(self):
+        self.posted, self.outcomes = [], []
+
+    def __call__(self, uid, namespace, name, node):
+        self.posted.append((uid, namespace, name, node))
+        return self.outcomes.pop(0) if self.outcomes else (FINISH, "bound")
+
+
+def call(world, verb, body, bindings=None):
+    """(status, answer) of one kube-scheduler call, through the listener's rules."""
+    handlers = verb_handlers(world.extender)
+    return answer(f"extender_{verb}", orjson.dumps(body),
+                  lambda op, args: handlers[op](args, "kube-scheduler"),
+                  bindings or Bindings())

@@ -13,17 +13,17 @@ NAMESPACE = "team"
 TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
 
 
-def filter_call(pod, nodes=("n1", "n2")):
-    """kube-scheduler's filter (nodeCacheCapable) through the owner's command channel."""
-    return send("extender_filter", {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)},
-                actor="kube-scheduler", timeout=5)
+def filter_call(owner, pod, nodes=("n1", "n2")):
+    """kube-scheduler's filter (nodeCacheCapable), as the owner's listener hands it over."""
+    return owner.verb("extender_filter", {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)})
 
 
 @pytest.fixture
 def scheduled(redis_url, transactional_db):
     """Nodes n1 (4 cpu, running `low`: 3 cpu at priority 1) and n2 (tainted); then filter
     calls: `placed` (500m) is Binding on n1, `huge` (64 cpu) Waiting, and `vip`
-    (2 cpu, priority 100) Preempting `low`. Yields {name: uid}."""
+    (2 cpu, priority 100) Preempting `low`; `giant` (99 cpu) is pending, never filtered.
+    Yields the OwnerThread (its `verb` calls the extender as the listener does)."""
     client = redis_client()
     clear_commands(client)
     nodes = [make_node("n1", allocatable={"cpu": "4", "memory": "16Gi", "pods": "110"}),
@@ -36,9 +36,10 @@ def scheduled(redis_url, transactional_db):
                              requests={"cpu": "64"}),
             "vip": make_pod("vip", namespace=NAMESPACE, uid="uid-vip",
                             requests={"cpu": "2"}, priority=100)}
-    with OwnerThread(client, nodes, [low, *pods.values()]):
+    giant = make_pod("giant", namespace=NAMESPACE, uid="uid-giant", requests={"cpu": "99"})
+    with OwnerThread(client, nodes, [low, *pods.values(), giant]) as owner:
         wait_for(lambda: send("status", timeout=5)["synced"], 30, "the owner")
         for pod in pods.values():
-            filter_call(pod)
-        yield {"low": "uid-low", **{name: f"uid-{name}" for name in pods}}
+            filter_call(owner, pod)
+        yield owner
     clear_commands(client)

@@ -6,24 +6,30 @@ import threading
 import orjson
 import pytest
 
-from dashboard.extender.handlers import command_handlers
+from dashboard.extender.handlers import verb_handlers
 from dashboard.extender.listener import ExtenderListener
 from dashboard.extender.owner_calls import OwnerCalls
-from extender_builders import bind_args, filter_args, preempt_args, result_names
+from extender_builders import Bindings, bind_args, filter_args, preempt_args, result_names
 from listener_client import connect, post, raw_exchange
 
 
 @pytest.fixture
 def calls(world):
-    return OwnerCalls(command_handlers(world.extender), "kube-scheduler")
+    return OwnerCalls(verb_handlers(world.extender), "kube-scheduler")
 
 
 @pytest.fixture
-def listen(calls):
+def bindings():
+    return Bindings()
+
+
+@pytest.fixture
+def listen(calls, bindings):
     """listen(timeout=5, max_body=...) -> a started listener on a free port, closed after."""
     started = []
 
     def start(timeout=5.0, **options):
+        options.setdefault("post_binding", bindings)
         listener = ExtenderListener("127.0.0.1:0", calls, timeout, **options).start()
         started.append(listener)
         return listener
@@ -39,7 +45,7 @@ def owner(world, calls, served):
     return world
 
 
-def test_filter_then_bind_on_one_kept_alive_connection(owner, listen):
+def test_filter_then_bind_on_one_kept_alive_connection(owner, listen, bindings):
     listener = listen()
     nodes = [owner.node("n1"), owner.node("n2")]
     pods = [owner.pod(f"web-{i}", requests={"cpu": "1"}) for i in range(3)]
@@ -54,7 +60,7 @@ def test_filter_then_bind_on_one_kept_alive_connection(owner, listen):
         node = owner.cache.get_pod(pod)["spec"]["nodeName"]
         assert post(connection, "bind", bind_args(pod, node)) == (200, {"Error": ""})
     assert connection.sock is sock            # every call went on the first connection
-    assert [c[0] for c in owner.binds.calls] == [p["metadata"]["uid"] for p in pods]
+    assert [c[0] for c in bindings.posted] == [p["metadata"]["uid"] for p in pods]
     assert all(owner.statuses.state(p["metadata"]["uid"]) == "Binding" for p in pods)
 
 
@@ -185,3 +191,88 @@ def test_a_stopped_owner_answers_queued_and_new_calls_as_unavailable(world, call
     caller.join(5)
     assert results[0][0] == 200 and "has stopped" in results[0][1]["Error"]
     assert "has stopped" in post(connect(listener), "bind", bind_args(pod, "n1"))[1]["Error"]
+
+
+# --- TLS: kube-scheduler's tlsConfig, with a client certificate ---------------------------------
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA, the listener's certificate (for 127.0.0.1) and kube-scheduler's client
+    certificate, made with the openssl command."""
+    import subprocess
+    d = tmp_path_factory.mktemp("pki")
+
+    def openssl(*args):
+        subprocess.run(["openssl", *args], check=True, capture_output=True, cwd=d)
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=test-ca",
+            "-keyout", "ca.key", "-out", "ca.pem")
+    (d / "server.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    for name, subject in (("server", "/CN=schedview-extender"), ("client", "/CN=kube-scheduler"),
+                          ("stranger", "/CN=stranger")):
+        openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject,
+                "-keyout", f"{name}.key", "-out", f"{name}.csr")
+        ca = ("ca.pem", "ca.key") if name != "stranger" else ("self.pem", "self.key")
+        if name == "stranger":   # signed by a CA of its own, not ours
+            openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=other-ca", "-keyout", "self.key", "-out", "self.pem")
+        openssl("x509", "-req", "-in", f"{name}.csr", "-CA", ca[0], "-CAkey", ca[1],
+                "-CAcreateserial", "-days", "2", "-out", f"{name}.pem",
+                *(["-extfile", "server.ext"] if name == "server" else []))
+    return d
+
+
+def _tls_client(pki, listener, cert=None):
+    import http.client
+    import ssl
+    context = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+    if cert:
+        context.load_cert_chain(str(pki / f"{cert}.pem"), str(pki / f"{cert}.key"))
+    host, port = listener.server_address[:2]
+    return http.client.HTTPSConnection(host, port, timeout=10, context=context)
+
+
+def test_with_a_client_ca_only_a_signed_client_certificate_is_served(world, served, pki,
+                                                                   bindings):
+    from dashboard.extender.listener import tls_context
+    actors = []
+
+    def recording(handler):
+        def run(args, actor):
+            actors.append(actor)
+            return handler(args, actor)
+        return run
+    calls = OwnerCalls({op: recording(h) for op, h in verb_handlers(world.extender).items()},
+                       "kube-scheduler")
+    served(lambda: calls.serve() or calls.wait(0.05))
+    tls = tls_context(str(pki / "server.pem"), str(pki / "server.key"), str(pki / "ca.pem"))
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=bindings,
+                                tls=tls).start()
+    try:
+        assert listener.url.startswith("https://")
+        nodes = [world.node("n1")]
+        pod = world.pod("web", requests={"cpu": "1"})
+        for cert in (None, "stranger"):
+            with pytest.raises(OSError):        # the handshake is refused
+                post(_tls_client(pki, listener, cert), "filter", filter_args(pod, nodes))
+        assert actors == [] and "uid-web" not in world.statuses
+        status, result = post(_tls_client(pki, listener, "client"), "filter",
+                              filter_args(pod, nodes))
+        assert status == 200 and result["NodeNames"] == ["n1"]
+        assert actors == ["kube-scheduler (kube-scheduler)"]
+    finally:
+        listener.close()
+
+
+def test_without_tls_the_caller_is_named_by_its_address(world, served, bindings):
+    actors = []
+    handlers = verb_handlers(world.extender)
+    calls = OwnerCalls({"extender_filter": lambda args, actor: actors.append(actor)
+                        or handlers["extender_filter"](args, actor)}, "kube-scheduler")
+    served(lambda: calls.serve() or calls.wait(0.05))
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=bindings).start()
+    try:
+        nodes = [world.node("n1")]
+        post(connect(listener), "filter", filter_args(world.pod("web"), nodes))
+    finally:
+        listener.close()
+    assert actors == ["kube-scheduler at 127.0.0.1"]

@@ -85,12 +85,13 @@ def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
 
 
 def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):
-    calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
+    calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler")
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": NEVER}
+    pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
+    owner.feed.put(Watched("pods", "ADDED", pod, "2"))     # pending, as the watch shows it
     served(lambda: step(owner, deadlines, None, calls=calls))
-    listener = ExtenderListener("127.0.0.1:0", calls, 5.0).start()
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=None).start()
     try:
-        pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
         status, result = post(connect(listener), "filter",
                               filter_args(pod, [make_node("n1"), make_node("n2")]))
     finally:

@@ -3,6 +3,8 @@ import copy
 
 import pytest
 
+from simcluster.generate import make_pod
+
 from dashboard.extender import ExtenderUserError
 
 from extender_builders import bind_args, filter_args, preempt_args
@@ -85,7 +87,7 @@ def test_malformed_and_unknown_bind_requests_are_user_errors(busy):
         with pytest.raises(ExtenderUserError):
             world.extender.bind(body)
         assert world.state() == before, label
-    with pytest.raises(ExtenderUserError, match="unknown to the extender"):
+    with pytest.raises(ExtenderUserError, match="has seen from the API server"):
         world.extender.bind(bodies["unknown pod"])
 
 
@@ -96,7 +98,7 @@ def test_malformed_and_unknown_preempt_requests_are_user_errors(busy):
         "no Pod": {"NodeNameToMetaVictims": {}},
         "no uid": preempt_args(_without_uid(vip), {}),
         "victims a list": dict(preempt_args(vip, {}), NodeNameToMetaVictims=[]),
-        "unknown pod": preempt_args(world.pod("stranger"), {}),
+        "unknown pod": preempt_args(make_pod("stranger", uid="uid-stranger"), {}),
     }
     for label, body in bodies.items():
         before = world.state()

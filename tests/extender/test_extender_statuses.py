@@ -7,7 +7,7 @@ from dashboard.extender import (BIND_INFO_ANNOTATION, PodScheduleStatuses, Trans
                                 Victim, bind_info_annotation)
 from dashboard.extender.statuses import ALLOWED
 
-from extender_builders import bind_args, filter_args
+from extender_builders import Bindings, bind_args, call, filter_args
 
 
 def make(state):
@@ -120,8 +120,9 @@ def test_restore_assumes_binding_pods_and_binding_resumes(world):
     # kube-scheduler filters it again: the same node; and its bind goes through.
     result = world.extender.filter(filter_args(inflight, list(world.nodes.values())))
     assert result["NodeNames"] == ["n2"]
-    assert world.extender.bind(bind_args(inflight, "n2")) == {"Error": ""}
-    assert world.binds.calls == [("uid-inflight", "default", "inflight", "n2")]
+    bindings = Bindings()
+    assert call(world, "bind", bind_args(inflight, "n2"), bindings) == (200, {"Error": ""})
+    assert bindings.posted == [("uid-inflight", "default", "inflight", "n2")]
 
 
 def test_bind_info_annotation_is_json_with_the_node():

@@ -218,10 +218,10 @@ import multiprocessing, os, sys
 import django
 django.setup()
 from prometheus_client import generate_latest
-from dashboard import worker_metrics
+from dashboard import binding_metrics, worker_probes
 
 def bind(outcome):
-    worker_metrics.observe_binding(outcome, 0.02)
+    binding_metrics.observe(outcome, 0.02)
 
 if __name__ == "__main__":
     # Forked children, as Celery's prefork pool runs the binds.
@@ -229,8 +229,8 @@ if __name__ == "__main__":
         child = multiprocessing.get_context("fork").Process(target=bind, args=(outcome,))
         child.start()
         child.join()
-        worker_metrics.child_exited(child.pid)
-    sys.stdout.write(generate_latest(worker_metrics.registry()).decode())
+        worker_probes.child_exited(child.pid)
+    sys.stdout.write(generate_latest(worker_probes.registry()).decode())
 """
 
 

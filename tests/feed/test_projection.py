@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def row(name, state, seq):
     return {"namespace": "team", "name": name, "node": "n1", "zone": "", "state": state,
-            "binding_finished": False, "deadline": None, "phase": "Running",
+            "binding_finished": False, "assumed_at": None, "deadline": None, "phase": "Running",
             "resource_version": str(seq), "labels": {}, "milli_cpu": 0, "memory": 0,
             "priority": 0, "seq": seq, "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}
 

@@ -188,3 +188,12 @@ def test_resources_leave_out_what_the_node_neither_has_nor_is_asked_for():
     labels = [label for label, _ in node_reads.resources(record)]
     assert labels == ["CPU", "Memory", "Pods"]
     assert re.fullmatch(node_reads.NODE_NAME, "ip-10-0-0-1.ec2.internal")
+
+
+def test_requests_with_nothing_allocatable_read_as_over_commit():
+    """A 64-GPU pod forced onto a node with no GPUs is an over-commit, not 0 %."""
+    forced = read_model.Usage(64, 0, "", digits=0)
+    assert forced.over and forced.shown == 100
+    assert forced.percent_text == "over-commit: none allocatable"
+    assert read_model.Usage(0, 0, "", digits=0).percent_text == "0%"
+    assert read_model.Usage(1, 4, "", digits=0).percent_text == "25%"

@@ -52,6 +52,21 @@ def test_the_failure_rate_counts_the_binds_that_ended_in_the_last_minutes(viewer
     assert "1 of 4 binds failed in the last 5 minutes" in panel
 
 
+def test_a_bind_counts_once_whether_the_watch_or_the_binder_told_first(viewer_client, queue):
+    """On a real API server the watch confirms most bound pods before the binder reports;
+    extender binds and bind deadlines count too."""
+    now = timezone.now() - timedelta(seconds=30)
+    transition(1, "pod_confirmed", key="uid-a", from_state="Assumed", at=now)     # watch first
+    transition(2, "pod_confirmed", key="uid-b", from_state="Assumed", at=now)
+    transition(3, "pod_binding_finished", key="uid-b", cause="extender", from_state="Assumed",
+               to_state="Assumed", at=now)                                       # both: once
+    transition(4, "pod_forgotten", key="uid-c", cause="extender", at=now)        # bind refused
+    transition(5, "pod_forgotten", key="uid-d", cause="bind deadline", at=now)
+    transition(6, "pod_added", key="uid-e", from_state="Initial", at=now)        # not a bind
+    binds = get(viewer_client, "/")[0].context["overview"].binds
+    assert (binds.finished, binds.failed, binds.failure_percent) == (2, 2, 50)
+
+
 def test_no_binds_is_said_plainly(viewer_client, queue):
     assert "no binds ended in the last 5 minutes" in binds_panel(get(viewer_client, "/")[1])
     assert read_model.BindHealth(0, 0, 0, 5).failure_percent == 0

@@ -87,8 +87,8 @@ async def test_the_list_is_pushed_again_when_a_status_changes(scheduled, ws_head
         first = await socket.receive_from(timeout=10)       # the first flush seen
         assert "<h2>1 Waiting pod</h2>" in first
         # A pod starts waiting: no cache event, only the statuses' version moves.
-        await asyncio.to_thread(filter_call, make_pod("giant", namespace=NAMESPACE,
-                                                      uid="uid-giant", requests={"cpu": "99"}))
+        await asyncio.to_thread(filter_call, scheduled, make_pod(
+            "giant", namespace=NAMESPACE, uid="uid-giant", requests={"cpu": "99"}))
         pushed = await socket.receive_from(timeout=10)
         while "giant" not in pushed:
             pushed = await socket.receive_from(timeout=10)

@@ -1,28 +1,18 @@
-"""The Celery worker's metrics and probes: each Binding POST's latency and outcome.
+"""The Celery worker's probes and /metrics, served by its main process.
 
 The worker forks children (prefork) that run the binds, so the official client's
-multiprocess mode keeps each child's numbers in files under PROMETHEUS_MULTIPROC_DIR
-(which must be set, to an empty directory, before the worker starts: the client picks
-its storage when first imported), and the worker's main process serves them all,
-summed, on SCHEDVIEW_PROBE_ADDRESS. Without the directory it serves its own process's
-numbers only (a worker with `--pool solo` or threads needs nothing more).
+multiprocess mode keeps each child's numbers (dashboard/binding_metrics.py) in files
+under PROMETHEUS_MULTIPROC_DIR (which must be set, to an empty directory, before the
+worker starts: the client picks its storage when first imported), and the worker's
+main process serves them all, summed, on SCHEDVIEW_PROBE_ADDRESS. Without the directory
+it serves its own process's numbers only (enough for `--pool solo` or threads).
 """
 import os
 
 from django.conf import settings
-from prometheus_client import REGISTRY, CollectorRegistry, Histogram, multiprocess
+from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 
 from dashboard.probes import ProbeServer
-
-BINDING_SECONDS = Histogram(
-    "schedview_binding_post_seconds",
-    "Seconds a Binding POST took (with the read-back after a 409), by what the owner was "
-    "then told: finish, forget, or retry", ["outcome"],
-    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-
-
-def observe_binding(outcome: str, seconds: float) -> None:
-    BINDING_SECONDS.labels(outcome).observe(seconds)
 
 
 def registry() -> CollectorRegistry:

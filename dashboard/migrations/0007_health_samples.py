@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
 
-    dependencies = [("dashboard", "0005_pruned_history")]
+    dependencies = [("dashboard", "0006_bind_deadline_and_comparer_errors")]
 
     operations = [
         migrations.CreateModel(
