@@ -93,3 +93,21 @@ def test_the_snapshot_chart_is_drawn_with_axes(page, kube):
         timeout=30_000)
     expect(figure.locator(".u-axis")).to_have_count(2)
     expect(figure.locator(".u-legend")).to_contain_text("Snapshot generation")
+
+
+def test_a_stuck_bind_raises_the_banner_linking_to_the_pod_until_it_binds(page, kube):
+    """A pod assumed as the extender does, its bind held back: stuck after
+    SCHEDVIEW_BIND_STUCK_AFTER (10 s), until the bind is queued and goes through."""
+    from dashboard.tasks import bind_pod
+    uid = new_pod(kube, "stuck-bind")
+    wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pod")
+    node = kube.list_node().items[0].metadata.name
+    send("assume", {"uid": uid, "node": node}, actor="browser-test", timeout=10)
+    page.goto("/events/")
+    stuck = page.locator('#health-banner li[data-check="binds_stuck"]')
+    expect(stuck).to_be_visible(timeout=STALL_MS)
+    expect(stuck).to_contain_text("whose bind has not finished")
+    expect(stuck.locator("a")).to_have_attribute("href", f"/pods/{uid}/")
+    bind_pod.delay(uid, "default", "stuck-bind", node)
+    expect(page.locator('#health-banner li[data-check="binds_stuck"]')).to_have_count(
+        0, timeout=STALL_MS)
