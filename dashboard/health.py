@@ -17,13 +17,13 @@ from datetime import datetime, timedelta
 import redis
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Sum
 from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
 from dashboard.pools.transport import read_status as read_pools_status
-from dashboard.read_model import OwnerStatus, ago, bind_outcomes, owner_status
+from dashboard.read_model import OwnerStatus, ago, bind_outcomes, owner_status, pod_counts
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -297,12 +297,9 @@ def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> Sch
 def sampled_bind_outcomes(since: datetime) -> tuple[int, int]:
     """(finished, failed) binds of the bind path since `since`, from the samples: the
     history's rows of those minutes were counted once, when each sample was taken."""
-    sums = {"binds": 0, "bind_failures": 0}
-    for binds, failures in HealthSample.objects.filter(at__gt=since).values_list(
-            "binds", "bind_failures"):
-        sums["binds"] += binds
-        sums["bind_failures"] += failures
-    return sums["binds"], sums["bind_failures"]
+    sums = HealthSample.objects.filter(at__gt=since).aggregate(
+        binds=Sum("binds", default=0), failures=Sum("bind_failures", default=0))
+    return sums["binds"], sums["failures"]
 
 
 def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
@@ -356,20 +353,16 @@ def take_sample(now: datetime | None = None, period: float | None = None) -> Hea
     owner = owner_status()
     health = gather(now, owner=owner)
     counters = owner.counters if owner.live else {}
-    if owner.live:
-        pending, assumed = owner.pending, counters.get("assumed")
-        added = (counters["pods"] - assumed) if counters.get("pods") is not None and \
-            assumed is not None else None
-    else:
-        by_state = dict(PodRecord.objects.order_by().values_list("state")
-                        .annotate(n=Count("*")).values_list("state", "n"))
-        pending, assumed, added = (by_state.get(PodState.PENDING, 0),
-                                   by_state.get(PodState.ASSUMED, 0),
-                                   by_state.get(PodState.ADDED, 0))
+    if owner.live:   # the cache's own counts
+        assumed = counters.get("assumed") or 0
+        pending, added = owner.pending, (counters.get("pods") or 0) - assumed
+    else:            # what the last owner wrote
+        written = pod_counts()
+        pending, assumed, added = written.pending, written.assumed, written.added
     return HealthSample.objects.create(
         at=now, period=(now - start).total_seconds(), level=health.level,
-        problems={check.name: check.level for check in health.problems}, pending=pending, assumed=assumed,
-        added=added, feed_backlog=counters.get("feed_backlog"),
+        problems={check.name: check.level for check in health.problems}, pending=pending,
+        assumed=assumed, added=added, feed_backlog=counters.get("feed_backlog"),
         read_model_backlog=counters.get("read_model_backlog"),
         binds_stuck=counters.get("binds_stuck", 0) if owner.live else None,
         **transitions_between(start, now))

@@ -224,3 +224,14 @@ def test_bind_failures_come_from_the_samples_of_the_window(owner_reports, settin
     owner_reports(pending=0)
     check = next(c for c in health.gather(now).checks if c.name == "bind_failures")
     assert check.level == WARN and "25%" in check.message
+
+
+@pytest.mark.django_db
+def test_without_an_owner_a_sample_says_so_and_counts_what_was_written(redis_url):
+    redis_client().delete(STATUS_KEY)
+    pending_pod("p1", 5)
+    PodRecord.objects.create(uid="a1", namespace="default", name="a1", state="Assumed")
+    sample = health.take_sample(timezone.now(), period=10)
+    assert (sample.pending, sample.assumed, sample.added) == (1, 1, 0)
+    assert sample.binds_stuck is None and sample.feed_backlog is None   # unknown: gaps
+    assert sample.level == FAIL and sample.problems == {"owner": FAIL}
