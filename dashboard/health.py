@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 import redis
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Sum
 from django.urls import reverse
@@ -28,6 +29,8 @@ from dashboard.read_model import OwnerStatus, ago, bind_outcomes, owner_status, 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
 REACH_TIMEOUT = 1.0      # seconds the database and Redis have to answer a probe
+SHARED_FOR = 2.0         # seconds a process's pages share one judgement (current())
+CURRENT_KEY = "schedview:health"   # ... under this key of the process's local cache
 # Transitions that are scheduling progress: a pod assumed by the extender, or bound by
 # a scheduler that does not assume through us (the watch adds it to the cache).
 PROGRESS_KINDS = ("pod_assumed", "pod_added")
@@ -323,6 +326,12 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
                    bind_failures_check(finished, failed, thresholds)]
     checks.append(pools_check(read_pools_status(), thresholds))
     return Health(tuple(checks), now.timestamp())
+
+
+def current() -> Health:
+    """The health as the pages show it: judged at most once per SHARED_FOR seconds in a
+    process (its local memory cache), since every open page asks every 5 s."""
+    return cache.get_or_set(CURRENT_KEY, gather, SHARED_FOR)
 
 
 # --- samples ----------------------------------------------------------------------------------

@@ -31,12 +31,12 @@ def health_context(request):
     """The banner's health, judged only when a template prints it (full pages)."""
     if not request.user.is_authenticated:
         return {}
-    return {"health": SimpleLazyObject(health.gather)}
+    return {"health": SimpleLazyObject(health.current)}
 
 
 @require_GET
 def banner(request):
-    return render(request, "dashboard/health.html#banner", {"health": health.gather()})
+    return render(request, "dashboard/health.html#banner", {"health": health.current()})
 
 
 @require_GET

@@ -4,15 +4,22 @@ from datetime import timedelta
 
 import orjson
 import pytest
+from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from dashboard import health_series
+from dashboard import health, health_series
 from dashboard.feed.commands import redis_client
 from dashboard.feed.owner import STATUS_KEY
 from dashboard.models import HealthSample
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_judgement():
+    """Pages share a judgement for two seconds (health.current): each test judges anew."""
+    cache.delete(health.CURRENT_KEY)
 
 
 @pytest.fixture
@@ -26,6 +33,14 @@ def test_the_banner_names_the_problem_and_links_to_the_cause(viewer_client, no_o
     assert 'hx-get="/health/banner/"' in html and 'hx-trigger="every 5s"' in html
     assert 'data-level="fail"' in banner and 'data-check="owner"' in banner
     assert 'href="/#owner-status"' in banner
+
+
+def test_pages_share_one_judgement_for_two_seconds(viewer_client, no_owner, monkeypatch):
+    judged = []
+    monkeypatch.setattr(health, "gather", lambda: judged.append(1) or health.Health((), 0))
+    for _ in range(3):
+        viewer_client.get("/health/banner/")
+    assert len(judged) == 1
 
 
 def test_the_banner_fragment_alone_and_empty_when_healthy(viewer_client, redis_url):
