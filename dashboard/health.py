@@ -36,7 +36,8 @@ CURRENT_KEY = "schedview:health"   # ... under this key of the process's local c
 PROGRESS_KINDS = ("pod_assumed", "pod_added")
 # Every check's name, in the order they are judged.
 CHECKS = ("redis", "database", "owner", "feed", "read_model", "scheduling", "binds_stuck",
-          "comparer", "bind_failures", "pools")
+          "comparer", "bind_failures", "samples", "pools")
+STALE_SAMPLES = 3        # sampling periods without a sample: Celery beat is not running
 MIN_BIND_OUTCOMES = 10   # fewer binds ended in the window: too few to judge a rate
 
 
@@ -211,6 +212,20 @@ def bind_failures_check(finished: int, failed: int, thresholds: Thresholds) -> C
                  f"{percent:.0f}% of binds failed ({failed:,} of {ended:,})", link)
 
 
+def samples_check(latest: datetime | None, now: datetime, period: float) -> Check:
+    """Celery beat samples every `period`: without samples the charts and the stalled
+    check are blind, and the reaper and comparer (beat's too) are not running either."""
+    link = _overview("over-time")
+    if latest is None:
+        return Check("samples", "Celery beat", WARN, "No health sample yet: is Celery beat "
+                     "running?", link)
+    age = (now - latest).total_seconds()
+    if age > STALE_SAMPLES * period:
+        return Check("samples", "Celery beat", WARN, f"The latest health sample is from "
+                     f"{ago(age)}: is Celery beat running?", link)
+    return Check("samples", "Celery beat", OK, f"Sampling (latest {ago(age)})", link)
+
+
 def pools_check(status: dict | None, thresholds: Thresholds) -> Check:
     link = reverse("pools")
     pools = (status or {}).get("pools") or {}
@@ -323,7 +338,10 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
                    stuck_binds_check(stuck, oldest_stuck, thresholds),
                    comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
                                   thresholds),
-                   bind_failures_check(finished, failed, thresholds)]
+                   bind_failures_check(finished, failed, thresholds),
+                   samples_check(HealthSample.objects.filter(at__lte=now).order_by("-at")
+                                 .values_list("at", flat=True).first(), now,
+                                 settings.SCHEDVIEW_SAMPLE_PERIOD)]
     checks.append(pools_check(read_pools_status(), thresholds))
     return Health(tuple(checks), now.timestamp())
 

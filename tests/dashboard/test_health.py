@@ -107,6 +107,13 @@ def test_pools_by_queue_against_capacity():
     assert health.pools_check(pools(10), T).link == "/pools/"
 
 
+def test_samples_older_than_three_periods_mean_beat_is_not_running():
+    assert health.samples_check(None, NOW, 10).level == WARN
+    assert health.samples_check(NOW - timedelta(seconds=25), NOW, 10).level == OK
+    stale = health.samples_check(NOW - timedelta(seconds=31), NOW, 10)
+    assert stale.level == WARN and "Celery beat" in stale.message
+
+
 def test_the_health_is_its_worst_check_and_lists_failures_first():
     checks = (health.Check("a", "A", WARN, "w"), health.Check("b", "B", OK, "o"),
               health.Check("c", "C", FAIL, "f"))
@@ -155,7 +162,8 @@ def test_gather_sees_a_stalled_scheduler_and_its_clearing(owner_reports, setting
     # A pod assumed: progress.
     Transition.objects.create(seq=1, at=now - timedelta(seconds=5), kind="pod_assumed",
                               key="newer", cause="extender")
-    assert health.gather(now).level == OK
+    scheduling = next(c for c in health.gather(now).checks if c.name == "scheduling")
+    assert scheduling.level == OK
 
 
 @pytest.mark.django_db
@@ -172,6 +180,7 @@ def test_gather_reads_stuck_binds_from_the_owner_and_links_the_oldest(owner_repo
 @pytest.mark.django_db
 def test_without_an_owner_gather_fails_on_it(redis_url):
     redis_client().delete(STATUS_KEY)
+    HealthSample.objects.create(at=timezone.now(), period=10, level="ok")
     judged = health.gather()
     assert [c.name for c in judged.checks] == list(health.CHECKS)
     assert [c.name for c in judged.problems] == ["owner"]
@@ -207,7 +216,7 @@ def test_a_sample_counts_the_periods_transitions_and_the_owners_figures(owner_re
             sample.expiries) == (1, 2, 1, 2, 1)   # binds: a and b, once each
     assert (sample.feed_backlog, sample.read_model_backlog, sample.binds_stuck) == (7, 8, 1)
     assert sample.period == 10 and sample.level == WARN
-    assert sample.problems == {"binds_stuck": WARN}
+    assert sample.problems == {"binds_stuck": WARN, "samples": WARN}   # none before it
     # The next one counts from this one on.
     later = health.take_sample(now + timedelta(seconds=4), period=10)
     assert later.period == 4 and later.binds == 0
@@ -234,4 +243,4 @@ def test_without_an_owner_a_sample_says_so_and_counts_what_was_written(redis_url
     sample = health.take_sample(timezone.now(), period=10)
     assert (sample.pending, sample.assumed, sample.added) == (1, 1, 0)
     assert sample.binds_stuck is None and sample.feed_backlog is None   # unknown: gaps
-    assert sample.level == FAIL and sample.problems == {"owner": FAIL}
+    assert sample.level == FAIL and sample.problems == {"owner": FAIL, "samples": WARN}

@@ -46,6 +46,7 @@ def test_pages_share_one_judgement_for_two_seconds(viewer_client, no_owner, monk
 def test_the_banner_fragment_alone_and_empty_when_healthy(viewer_client, redis_url):
     redis_client().set(STATUS_KEY, orjson.dumps({"synced": True, "pending": 0,
                                                  "at": timezone.now().timestamp()}), ex=10)
+    HealthSample.objects.create(at=timezone.now(), period=10, level="ok")   # beat samples
     try:
         fragment = viewer_client.get("/health/banner/", HTTP_HX_REQUEST="true")
         text = fragment.content.decode().strip()
