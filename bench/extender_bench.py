@@ -1,28 +1,27 @@
 """Scheduling through the extender: filter latency over every node, pods placed per second.
 
     .venv/bin/python bench/extender_bench.py [--nodes 5000 --pods 150000 --pending 1000]
-    .venv/bin/python bench/extender_bench.py --http [--via owner|web] [--nodes 500 ...]
+    .venv/bin/python bench/extender_bench.py --http [--nodes 500 ...]
 
 The simulated cluster runs in its own process with `--pending` unbound pods. Here: the
 owner (reflectors, cache, and the extender attached as `manage.py watch` attaches it)
 syncs, then each pending pod goes through filter (NodeNames: every node, as with
-nodeCacheCapable) and bind, called as the owner serves kube-scheduler's requests. Binds
-leave through the owner's BindSender in batches and are POSTed to the cluster by 4
-worker processes (the Celery worker's work, out of the owner's process as in production),
-and a pod counts as placed when the watch has confirmed it (status Bound). Left out: the
-web's HTTP hop and the Redis command hop (`--http` has them).
+nodeCacheCapable) and bind, called as the owner serves kube-scheduler's requests. A
+bind's Binding is POSTed to the cluster by 4 worker processes (the listener's threads'
+work, kept out of this loop) and its outcome handed back to the owner, and a pod counts as
+placed when the watch has confirmed it (status Bound). Left out: the HTTP hop (`--http`
+has it).
 Latency is wall time, and the owner thread's own CPU time: on a shared machine the
 difference is time spent waiting for a core or for the GIL (reflector threads).
 
 With `--http` nothing runs in this process but kube-scheduler: the hops it really pays
 are in, over real processes started as the live tests start them (simulated cluster,
 `manage.py watch`, a Celery worker and beat) on REDIS_URL's Redis and DATABASE_URL's
-database (migrated here). kube-scheduler calls the owner's own listener (`--via owner`),
-or the web's /extender under daphne, which forwards each call over Redis (`--via web`).
-Filter calls go one after another over HTTP
-(the scheduling cycle is serial), each placed pod's bind call from a pool of
-`--binders` threads (kube-scheduler binds asynchronously); a pod counts as placed when
-the owner's statuses say Bound (the watch saw it Added on its node).
+database (migrated here). kube-scheduler calls the owner's own listener. Filter calls go
+one after another over HTTP (the scheduling cycle is serial), each placed pod's bind call
+from a pool of `--binders` threads (kube-scheduler binds asynchronously); a bind is
+answered once its Binding is made, and a pod counts as placed when the owner's statuses
+say Bound (the watch saw it Added on its node).
 """
 import argparse
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -50,8 +49,7 @@ from django.conf import settings  # noqa: E402
 from benchkit import core_api, line, percentile, served_cluster, sync  # noqa: E402
 from bind_bench import children, cpu_seconds  # noqa: E402
 from schedcache import Cache  # noqa: E402
-from dashboard import tasks  # noqa: E402
-from dashboard.extender.bindsender import BindSender  # noqa: E402
+from dashboard.binding import FINISH, bind_once  # noqa: E402
 from dashboard.feed.commands import CommandServer  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
 from dashboard.feed.runner import attach_extender, tune_gc, tune_switching  # noqa: E402
@@ -68,8 +66,6 @@ def main():
     parser.add_argument("--right-after-sync", action="store_true",
                         help="--http: start at once after the sync, while the owner writes "
                              "its read model (what a failover costs kube-scheduler)")
-    parser.add_argument("--via", choices=("owner", "web"), default="owner",
-                        help="--http: the owner's own listener, or the web and Redis")
     args = parser.parse_args()
     # The in-process run's sizes; over HTTP smaller, for a run of minutes on 2 cores.
     for name, local, over_http in (("nodes", 5000, 500), ("pods", 150000, 5000),
@@ -87,21 +83,24 @@ def main():
         run(args, kubeconfig)
 
 
-def bind_batch(batch):
-    """The Celery worker's part (tasks.bind_pods without the replies), in a worker process."""
-    for pod in batch:
-        tasks.bind_once(*pod)
-
-
 def run(args, kubeconfig):
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}))
     # Forked before the sync, so the workers do not copy the cache.
     binder = ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("fork"))
     binder.submit(int).result()
-    # As in the owner process: binds leave the owner's thread through a BindSender.
-    extender = attach_extender(owner, schedule_bind=BindSender(
-        lambda batch: binder.submit(bind_batch, batch)))
-    handlers = owner.commands.handlers
+    extender = attach_extender(owner, schedule_bind=lambda *pod: None)
+    handlers = owner.scheduler_verbs
+    posting = []      # (uid, node, future of the Binding's outcome)
+
+    def settle(all_of_them=False):
+        """Hand finished Bindings' outcomes to the owner, as the listener's threads do."""
+        for entry in [e for e in posting if all_of_them or e[2].done()]:
+            uid, node, future = entry
+            outcome, reason = future.result()
+            handlers["extender_bind_outcome"]({"uid": uid, "node": node,
+                                               "bound": outcome == FINISH, "reason": reason},
+                                              "kube-scheduler")
+            posting.remove(entry)
     stop, _, _, _ = sync(owner, kubeconfig)
     names = owner.cache.node_names()
     pending = list(owner.pending.values())
@@ -120,11 +119,15 @@ def run(args, kubeconfig):
         cpu_times.append(time.thread_time() - cpu_begun)
         if result["NodeNames"]:
             meta = pod["metadata"]
-            handlers["extender_bind"]({"PodName": meta["name"], "PodNamespace": meta["namespace"],
-                                       "PodUID": meta["uid"], "Node": result["NodeNames"][0]},
-                                      "kube-scheduler")
+            plan = handlers["extender_bind"]({"PodName": meta["name"],
+                                              "PodNamespace": meta["namespace"],
+                                              "PodUID": meta["uid"],
+                                              "Node": result["NodeNames"][0]}, "kube-scheduler")
+            posting.append((meta["uid"], plan.pod[3], binder.submit(bind_once, *plan.pod)))
             placed.append(meta["uid"])
+        settle()
         owner.drain_feed()
+    settle(all_of_them=True)
     deadline = time.monotonic() + 300
     unbound = set(placed)
     while unbound and time.monotonic() < deadline:
@@ -162,7 +165,6 @@ def run_http(args):
                       "5", "--pending-fraction", str(args.pending / total))
         stack.owner("owner")
         stack.celery()
-        url = stack.web() + "/extender" if args.via == "web" else None
         synced_owner(timeout=300)
         # Measured in the steady state: after a sync the owner writes every pod's row to
         # the read model (150,000 at full size), which shares its process for a while.
@@ -171,7 +173,7 @@ def run_http(args):
             wait_for(lambda: owner_status()["read_model_backlog"] == 0, 600,
                      "a written read model")
             print(f"read model written {time.perf_counter() - began:.1f} s after the sync")
-        url = url or stack.extender()
+        url = stack.extender()
         kube = core_api(kubeconfig)
         # What kube-scheduler's informers hold: node names, pending pods as the API's JSON.
         names = [n.metadata.name for n in kube.list_node().items]

@@ -8,8 +8,9 @@ through the Kubernetes API like any user:
   statuses page shows each node's reason;
 - on one GPU node, low-priority batch pods holding every free GPU (created bound,
   as a DaemonSet's or an earlier scheduler's would be), and a high-priority pod that
-  needs those GPUs on that node: the extender asks to preempt them, the stand-in
-  evicts them, and the pod binds once they are gone.
+  needs those GPUs on that node: the stand-in finds no node for it and offers the
+  batch pods to the extender's preempt, evicts the victims it answers, and the pod
+  binds once they are gone.
 """
 from kubernetes import client
 

@@ -16,6 +16,7 @@ from functools import cached_property
 import time
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.core.paginator import Page, Paginator
 from django.db.models import Count
 
@@ -26,7 +27,6 @@ PER_PAGE = 50
 MAX_PER_PAGE = 500
 MAX_PAGE = 1_000_000
 MAX_TEXT = 253                       # a Kubernetes name's limit
-STUCK_AFTER = timedelta(minutes=2)   # assumed this long with its bind unfinished: stuck
 MIB = 1024**2
 # Counting 120,000 matches costs ten times the page itself: past this, "1000+".
 COUNT_CAP = 1_000
@@ -146,7 +146,9 @@ class PodRow:
     changed_at: datetime
     changed_ago: float          # seconds since its latest transition, at `now`
     expires_in: float | None    # seconds left at `now` (negative: overdue), assumed and bound
-    stuck: bool                 # assumed, bind unfinished, for longer than STUCK_AFTER
+    stuck: bool                 # assumed, bind unfinished, SCHEDVIEW_BIND_STUCK_AFTER after
+                                # it was assumed (watch updates since do not reset that clock)
+    assumed_ago: float | None   # seconds since it was assumed, at `now`
 
     @property
     def cpu(self) -> str:
@@ -165,6 +167,10 @@ class PodRow:
         return ago(self.changed_ago)
 
     @property
+    def assumed_since(self) -> str:
+        return ago(self.assumed_ago) if self.assumed_ago is not None else ""
+
+    @property
     def expiry(self) -> str:
         """What an assumed, bound pod's countdown says at `now` (the page's script says the
         same as it counts)."""
@@ -179,15 +185,17 @@ def pod_row(record: PodRecord, now: float) -> PodRow:
     assumed = record.state == PodState.ASSUMED
     bound = assumed and record.binding_finished and record.deadline is not None
     changed = record.changed_at
+    assumed_ago = (max(0.0, now - (record.assumed_at or changed).timestamp())
+                   if assumed else None)
     stuck = (assumed and not record.binding_finished
-             and now - changed.timestamp() > STUCK_AFTER.total_seconds())
+             and assumed_ago > settings.SCHEDVIEW_BIND_STUCK_AFTER)
     return PodRow(uid=record.uid, namespace=record.namespace, name=record.name,
                   state=record.state, node=record.node, zone=record.zone,
                   milli_cpu=record.milli_cpu, memory=record.memory, priority=record.priority,
                   binding_finished=record.binding_finished, deadline=record.deadline,
                   changed_at=changed, changed_ago=max(0.0, now - changed.timestamp()),
                   expires_in=record.deadline - now if bound else None,
-                  stuck=stuck)
+                  stuck=stuck, assumed_ago=assumed_ago)
 
 
 class CappedPaginator(Paginator):

@@ -56,8 +56,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # Every page needs a login; the REST API (its own token/session auth) and the
-    # extender (called by kube-scheduler) are marked login_not_required.
+    # Every page needs a login; the REST API (its own token/session auth) is marked
+    # login_not_required.
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",

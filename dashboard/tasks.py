@@ -132,7 +132,11 @@ def sample_health() -> str:
 
 @shared_task(name="dashboard.tasks.schedule_pending", ignore_result=True)
 def schedule_pending(limit: int = 20) -> dict:
-    """The embedded default's kube-scheduler (extender/standin.py): up to `limit` pending
-    pods, oldest first, through the owner's extender (filter, then bind or preempt), so
-    the full algorithm decides and the statuses page shows it. Returns the outcomes."""
-    return standin.schedule(core_api(), standin.door(), limit)
+    """The embedded default's kube-scheduler (extender/standin.py): up to `limit` due pending
+    pods, highest priority first, through the owner's extender (its own filters, then
+    filter and bind, or preempt), each failure backing off that pod alone. Returns the
+    outcomes; nothing when SCHEDVIEW_EXTENDER_ADDRESS is empty."""
+    scheduler = standin.stand_in(core_api)
+    if scheduler is None:
+        return dict.fromkeys(standin.OUTCOMES, 0)
+    return scheduler.period(limit, first_sync=standin.FIRST_SYNC)

@@ -3,7 +3,9 @@
     GET  /simcluster/v1/state          counts, resourceVersion, open watches, all knobs
     POST /simcluster/v1/churn          {"rate": 50, "scheduler": true, "weights": {...}}
     POST /simcluster/v1/faults         {"bind_failure_rate": 0.2, "bind_failure_code": 409,
-                                        "bind_delay": 0.5, "lose_event_rate": 0.1,
+                                        "bind_delay": 0.5, "binding_refusal_rate": 0.1,
+                                        "binding_refused_namespaces": "team,ci",
+                                        "lose_event_rate": 0.1,
                                         "update_conflict_rate": 0.3}
     POST /simcluster/v1/kubelet        {"auto": true, "finish_deletes": true,
                                         "start_pods": true, "start_delay": 1.0,

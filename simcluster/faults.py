@@ -1,5 +1,5 @@
-"""Fault knobs: failed or slow binds, conflicting pod updates and lost watch events,
-changeable at any time.
+"""Fault knobs: failed, slow or refused binds, conflicting pod updates and lost watch
+events, changeable at any time.
 
 Draws come from one seeded RNG so a run with the same knobs fails the same share.
 """
@@ -17,6 +17,10 @@ class Faults:
     bind_failure_rate: float = 0.0   # share of client binds answered with an error
     bind_failure_code: int = 500     # 409 is a Conflict; any other code a plain failure
     bind_delay: float = 0.0          # seconds every client bind waits before it runs
+    # An admission policy denying pods/binding (403 Forbidden): a share of all Bindings,
+    # and every Binding in the namespaces named (comma-separated).
+    binding_refusal_rate: float = 0.0
+    binding_refused_namespaces: str = ""
     lose_event_rate: float = 0.0     # share of writes whose watch event is never sent
     update_conflict_rate: float = 0.0  # share of client pod updates/patches answered 409
     seed: int = 0
@@ -37,16 +41,23 @@ class Faults:
         for name, value in knobs.items():
             if name not in self.knobs():
                 raise ValueError(f"unknown fault knob: {name}")
-            setattr(self, name, type(getattr(self, name))(value))
+            kind = type(getattr(self, name))
+            if kind is str and not isinstance(value, str):
+                raise ValueError(f"fault knob {name} takes a string, not {value!r}")
+            setattr(self, name, kind(value))
         return self.knobs()
 
     def knobs(self) -> dict:
         return {k: getattr(self, k) for k in _KNOBS}
 
     def before_bind(self, namespace: str, name: str) -> None:
-        """Delay and/or fail a client's bind, before it touches the pod."""
+        """Delay, refuse and/or fail a client's bind, before it touches the pod (admission
+        runs before the Binding reaches the pod, so a refused one changes nothing)."""
         if self.bind_delay > 0:
             time.sleep(self.bind_delay)
+        refused = {n.strip() for n in self.binding_refused_namespaces.split(",") if n.strip()}
+        if namespace in refused or self._draw(self.binding_refusal_rate):
+            raise binding_forbidden(namespace, name)
         if self._draw(self.bind_failure_rate):
             if self.bind_failure_code == 409:
                 raise ApiError(409, f'Operation cannot be fulfilled on pods/binding "{name}": '
@@ -71,5 +82,18 @@ class Faults:
         return self._draw(self.lose_event_rate)
 
 
-_KNOBS = ("bind_failure_rate", "bind_failure_code", "bind_delay", "lose_event_rate",
-          "update_conflict_rate")
+_KNOBS = ("bind_failure_rate", "bind_failure_code", "bind_delay", "binding_refusal_rate",
+          "binding_refused_namespaces", "lose_event_rate", "update_conflict_rate")
+
+POLICY = "simcluster-deny-binding"
+
+
+def binding_forbidden(namespace: str, name: str) -> ApiError:
+    """What kube-apiserver answers when a ValidatingAdmissionPolicy denies a pods/binding
+    create: 403 Forbidden, the Status shaped as the captured 404 of a binding to a missing
+    pod (45-binding-missing-pod-404: resource "pods", details kind "pods"), with the
+    policy's denial as the message."""
+    return ApiError(403, f'pods "{name}" is forbidden: ValidatingAdmissionPolicy '
+                         f"'{POLICY}' with binding '{POLICY}' denied request: binding pods "
+                         f"in namespace {namespace} is not allowed", "Forbidden",
+                    {"name": name, "kind": "pods"})

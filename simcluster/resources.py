@@ -301,8 +301,8 @@ class Api:
 
     def bind(self, namespace: str, name: str, body: dict, *, copy_topology: bool = True):
         """pods/binding: one write setting nodeName, PodScheduled, the Binding's own
-        annotations (merged, as the real server does) and (for the subresource, not the
-        legacy /bindings) the node's zone and region labels."""
+        annotations (merged, as the real server does), clearing nominatedNodeName, and
+        (for the subresource, not the legacy /bindings) the node's zone and region labels."""
         if (body.get("metadata") or {}).get("name", name) != name:
             raise bad_request("name in URL does not match name in Binding object")
         node_name = (body.get("target") or {}).get("name", "")
@@ -322,6 +322,9 @@ class Api:
                                "Conflict", {"name": name, "kind": "pods/binding"})
             pod["spec"] = ordered({**spec, "nodeName": node_name}, POD_SPEC_ORDER)
             status = pod.get("status") or {}
+            # A bound pod's nomination is over: the API server clears it with the Binding
+            # (extender captures 03a, 03b: nominatedNodeName '' right after the bind).
+            status.pop("nominatedNodeName", None)
             conditions = [c for c in status.get("conditions") or ()
                           if c.get("type") != "PodScheduled"]
             conditions.append({"type": "PodScheduled", "status": "True",
@@ -386,16 +389,19 @@ class Api:
         meta = obj["metadata"]
         kind = self.store.resources["pods" if "namespace" in meta else "nodes"].kind
         rv, uid = preconditions.get("resourceVersion"), preconditions.get("uid")
+        if uid is not None and uid != meta.get("uid"):
+            # The API server checks a delete's preconditions uid first, then resourceVersion,
+            # in the same words (63f shows the resourceVersion's).
+            raise ApiError(409, f'Operation cannot be fulfilled on {kind} "{meta["name"]}": '
+                                f"the UID in the precondition ({uid}) does not match the UID "
+                                f"in record ({meta.get('uid')}). The object might have been "
+                                "deleted and then recreated", "Conflict",
+                           {"name": meta["name"], "kind": kind})
         if rv is not None and rv != str(entry.rv):
             raise ApiError(409, f'Operation cannot be fulfilled on {kind} "{meta["name"]}": '
                                 f"the ResourceVersion in the precondition ({rv}) does not match "
                                 f"the ResourceVersion in record ({entry.rv}). The object might "
                                 "have been modified", "Conflict",
-                           {"name": meta["name"], "kind": kind})
-        if uid is not None and uid != meta.get("uid"):
-            raise ApiError(409, f'Operation cannot be fulfilled on {kind} "{meta["name"]}": '
-                                f"Precondition failed: UID in precondition: {uid}, UID in "
-                                f"object meta: {meta.get('uid')}", "Conflict",
                            {"name": meta["name"], "kind": kind})
 
     def delete_pods(self, keys: list, grace: int | None = None) -> None:

@@ -25,8 +25,8 @@ from simcluster.selectors import parse_field_selector, parse_label_selector
 from simcluster.status import ApiError, bad_request, expired, status_body
 from simcluster.watch import WatchRequest, serve_watch
 
-_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found",
-            405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
+_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 403: "Forbidden",
+            404: "Not Found", 405: "Method Not Allowed", 409: "Conflict", 410: "Gone",
             415: "Unsupported Media Type", 422: "Unprocessable Entity",
             500: "Internal Server Error", 503: "Service Unavailable"}
 _FLOW_SCHEMA = b"8c073c8d-e4a7-405d-9d3a-9c907827d60d"

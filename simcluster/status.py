@@ -5,7 +5,7 @@ Handlers raise ApiError; the HTTP layer turns it into the status code and body.
 
 import orjson
 
-_REASON_TEXT = {400: "BadRequest", 404: "NotFound", 405: "MethodNotAllowed",
+_REASON_TEXT = {400: "BadRequest", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
                 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType",
                 422: "Invalid", 500: "InternalError", 503: "ServiceUnavailable"}
 

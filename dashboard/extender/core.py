@@ -453,20 +453,18 @@ class Extender:
         status = self.cache.assumed_pod_status(_ref(uid))
         return bool(status and status[0])
 
-    def _send_bind(self, status, why, strict=False):
-        """schedule_bind the pod's placement once; a failure is raised (strict) or logged."""
+    def _send_bind(self, status, why):
+        """Bind the pod's placement ourselves, once, through schedule_bind (nobody waits for
+        it); a failure to queue it is logged: the next filter call tries again."""
         try:
             self.schedule_bind(status.uid, status.namespace, status.name, status.node)
         except Exception:
-            if strict:
-                raise
             log.exception("the extender could not queue the bind of pod %s/%s on %s (%s)",
                           status.namespace, status.name, status.node, why)
             return
-        if not strict:
-            self.stats["forced_binds"] += 1
-            log.info("the extender binds pod %s/%s on %s itself: %s", status.namespace,
-                     status.name, status.node, why)
+        self.stats["forced_binds"] += 1
+        log.info("the extender binds pod %s/%s on %s itself: %s", status.namespace,
+                 status.name, status.node, why)
         self.statuses.mark_bind_requested(status.uid)
 
     # --- preempt ----------------------------------------------------------------------------
@@ -512,8 +510,10 @@ class Extender:
                        for n in nodes}
         log.info("no preemption for pod %s on %d node(s): %s", label, len(nodes),
                  reason_counts(reasons))
-        self._enter(uid, namespace, name)
-        if self.statuses.state(uid) != BINDING:
+        # A pod its filter left Waiting keeps the filter's reasons (why it waits); one never
+        # filtered, or whose preemption is over, waits for these.
+        if self.statuses.state(uid) in (UNKNOWN, PREEMPTING):
+            self._enter(uid, namespace, name)
             self.statuses.wait(uid, namespace, name, reasons)
         return preemption_result({})
 

@@ -86,7 +86,7 @@ class _ExtenderRequest(BaseHTTPRequestHandler):
         length = self.headers.get("Content-Length")
         if length is None:
             return self._refuse(411, "a Content-Length is required")
-        if not length.isdigit():
+        if not (length.isascii() and length.isdigit()):
             return self._refuse(400, f"Content-Length {length!r} is not a number of bytes")
         if int(length) > self.server.max_body:
             return self._refuse(413, f"the body is {length} bytes; at most "

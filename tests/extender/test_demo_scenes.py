@@ -1,12 +1,10 @@
-"""The embedded default's staged scenes make the extender wait and preempt, for real:
-the scenes' pods go into a served simulated cluster, the cache learns them as the
-owner's watch would, and kube-scheduler's stand-in drives the real extender."""
+"""The embedded default's staged scenes make kube-scheduler's stand-in wait and preempt:
+the scenes' pods go into a served simulated cluster, and the stand-in drives an extender
+answering as the captures' did (fake_extender.py)."""
 import pytest
+from fake_extender import running_stand_in, settle
 
 from dashboard import demo_scenes
-from dashboard.extender import standin
-from dashboard.extender.answers import ACTOR, VERB_OPS
-from dashboard.extender.handlers import command_handlers
 from simcluster import SimCluster
 from simcluster.generate import GPU, Cluster, make_node, make_pod
 
@@ -27,26 +25,6 @@ def sim():
         yield s
 
 
-class InProcessDoor:
-    """The extender's verbs called in this process (the transport is tested elsewhere)."""
-
-    def __init__(self, extender):
-        self.handlers = command_handlers(extender)
-
-    def call(self, verb, body):
-        return self.handlers[VERB_OPS[verb]](body, ACTOR)
-
-
-def watched(world, v1):
-    """What the owner's watch would hold: every node, every assigned live pod."""
-    for node in v1.api_client.sanitize_for_serialization(v1.list_node().items):
-        world.cache.add_node(node)
-    for pod in v1.api_client.sanitize_for_serialization(
-            v1.list_pod_for_all_namespaces().items):
-        if pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp"):
-            world.cache.add_pod(pod)
-
-
 def test_the_scenes_fill_the_freest_gpu_node_and_ask_for_what_it_frees(v1):
     names = demo_scenes.stage(v1)
     assert names == ["demo-train-64-gpus", *(f"demo-batch-{i}" for i in range(6)),
@@ -59,24 +37,35 @@ def test_the_scenes_fill_the_freest_gpu_node_and_ask_for_what_it_frees(v1):
     assert urgent.spec.containers[0].resources.requests[GPU] == "6"
 
 
-def test_through_the_extender_one_waits_and_one_preempts_then_binds(world, v1):
-    demo_scenes.stage(v1)
-    watched(world, v1)
-    door = InProcessDoor(world.extender)
-    counts = standin.schedule(v1, door, limit=10)
-    assert counts == {"bind": 0, "wait": 1, "preempt": 1, "refused": 0, "victims": 6}
-    uid = {p.metadata.name: p.metadata.uid for p in v1.list_namespaced_pod("default").items}
-    assert world.statuses.state(uid["demo-train-64-gpus"]) == "Waiting"
-    assert world.statuses.state(uid["demo-urgent-train"]) == "Preempting"
+def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
+    with running_stand_in(sim) as (v1, extender, scheduler):
+        demo_scenes.stage(v1)
+        uid = {p.metadata.name: p.metadata.uid for p in v1.list_namespaced_pod("default").items}
+        settle(scheduler.view, lambda: {uid["demo-train-64-gpus"], uid["demo-urgent-train"]}
+               <= set(scheduler.view.pending), "the scenes' pending pods")
+        counts = scheduler.period(now=1000.0)
+        # No node can make room for 64 GPUs: no preempt call for it (02 rej-2).
+        assert counts == {"bind": 0, "wait": 1, "preempt": 1, "error": 0, "victims": 6}
+        assert extender.verbs() == [("preempt", "demo-urgent-train")]
+        assert list(extender.calls[0][2]["NodeNameToMetaVictims"]) == ["gpu-2"]
+        urgent = v1.read_namespaced_pod("demo-urgent-train", "default")
+        assert urgent.status.nominated_node_name == "gpu-2"
 
-    for i in range(6):   # the kubelet finished the evicted pods; the watch saw them go
-        pod = v1.read_namespaced_pod(f"demo-batch-{i}", "default")
-        world.cache.remove_pod(v1.api_client.sanitize_for_serialization(pod))
-        v1.delete_namespaced_pod(f"demo-batch-{i}", "default", grace_period_seconds=0)
-    counts = standin.schedule(v1, door, limit=10)
-    assert counts["bind"] == 1 and counts["wait"] == 1
-    assert world.binds.calls == [(uid["demo-urgent-train"], "default", "demo-urgent-train",
-                                  "gpu-2")]
+        for i in range(6):   # the kubelet finished the evicted pods
+            assert v1.read_namespaced_pod(f"demo-batch-{i}", "default").metadata.deletion_timestamp
+            v1.delete_namespaced_pod(f"demo-batch-{i}", "default", grace_period_seconds=0)
+        settle(scheduler.view, lambda: not any(n.startswith("demo-batch")
+                                          for n in map(pod_name, scheduler.view.pods.values())),
+               "the evicted pods go")
+        counts = scheduler.period(now=1010.0)
+        assert counts["bind"] == 1 and counts["wait"] == 1
+        assert extender.verbs()[1:] == [("filter", "demo-urgent-train"),
+                                        ("bind", "demo-urgent-train")]
+        assert v1.read_namespaced_pod("demo-urgent-train", "default").spec.node_name == "gpu-2"
+
+
+def pod_name(pod):
+    return pod["metadata"]["name"]
 
 
 def test_a_cluster_without_gpus_gets_only_the_waiting_job():

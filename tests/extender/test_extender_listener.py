@@ -127,6 +127,8 @@ def test_malformed_http_is_400_and_closes_the_connection(owner, listen):
     (b"Transfer-Encoding: chunked\r\n", 411),
     (b"", 411),
     (b"Content-Length: -5\r\n", 400),
+    ("Content-Length: 1\u00b2\r\n".encode("latin-1"), 400),   # a digit to str, not to int()
+    ("Content-Length: \u0663\r\n".encode("utf-8"), 400),     # an Arabic-Indic three
 ])
 def test_bodies_too_large_or_without_length_are_refused_unread(owner, listen, headers, status):
     owner.node("n1")

@@ -2,7 +2,6 @@
 the cluster's pods reach the cache; binds through Celery confirm, fail into forgetting, or
 expire when their confirmation is lost; dropped watches and 410s lose nothing; a standby
 owner takes over from a dead one; kube-scheduler's extender calls place and bind a pod."""
-import json
 
 import pytest
 from kubernetes import client, config
@@ -146,31 +145,3 @@ def test_the_embedded_scheduler_places_pending_pods_until_they_run(stack, settin
              "the extender's statuses to say Bound")
     assert all(api.read_namespaced_pod(f"queued-{i}", "default").spec.node_name
                for i in range(3))
-
-
-def extender_call(client, verb, body):
-    response = client.post(f"/extender/{verb}", data=json.dumps(body),
-                           content_type="application/json")
-    assert response.status_code == 200, response.content
-    return response.json()
-
-
-def test_kube_scheduler_drives_the_extender_until_the_pod_is_bound(stack, client):
-    api, uid = owned_pending_pod(stack, "extended")
-    pod = api.api_client.sanitize_for_serialization(api.read_namespaced_pod("extended",
-                                                                            "default"))
-    names = [n.metadata.name for n in api.list_node().items]
-    result = extender_call(client, "filter", {"Pod": pod, "Nodes": None, "NodeNames": names})
-    assert result["Error"] == "" and len(result["NodeNames"]) == 1
-    [node] = result["NodeNames"]
-    assert send("extender_status", {"uid": uid}, timeout=5)["state"] == "Binding"
-    assert state_of(uid) == "Assumed"
-    bind = extender_call(client, "bind", {"PodName": "extended", "PodNamespace": "default",
-                                          "PodUID": uid, "Node": node})
-    assert bind == {"Error": ""}
-    wait_for(lambda: send("extender_status", {"uid": uid}, timeout=5)["state"] == "Bound",
-             60, "the watch to confirm the extender's bind")
-    bound = api.read_namespaced_pod("extended", "default")
-    assert bound.spec.node_name == node
-    assert "schedview.io/bind-info" in bound.metadata.annotations
-    assert state_of(uid) == "Added"

@@ -12,11 +12,11 @@ _seq = count(1)
 
 def pod(uid, state="Added", *, namespace="default", name=None, node="", zone="",
         binding_finished=False, deadline=None, milli_cpu=0, memory=0, priority=0,
-        changed_at=None):
+        changed_at=None, assumed_at=None):
     return PodRecord.objects.create(
         uid=uid, namespace=namespace, name=name or uid, state=state, node=node, zone=zone,
         binding_finished=binding_finished, deadline=deadline, milli_cpu=milli_cpu,
-        memory=memory, priority=priority, changed_at=changed_at or T0)
+        memory=memory, priority=priority, changed_at=changed_at or T0, assumed_at=assumed_at)
 
 
 def node(name, *, pods=0, cpu=0, memory=0, non_zero_cpu=None, non_zero_memory=None,

@@ -5,7 +5,7 @@ import pytest
 from django.http import QueryDict
 
 from dashboard import pod_query
-from dashboard.pod_query import (MAX_PER_PAGE, STUCK_AFTER, BadFilter, PodFilters,
+from dashboard.pod_query import (MAX_PER_PAGE, BadFilter, PodFilters,
                                  query_pods)
 from podpages import T0, pod
 
@@ -77,12 +77,14 @@ def test_pages_hold_per_page_rows_and_a_page_past_the_end_is_the_last():
     assert [row.uid for row in query_pods(PodFilters(per_page=3, page=99), NOW).rows] == ["p6"]
 
 
-def test_assumed_rows_say_how_long_they_have_and_stuck_ones_stand_out():
-    old = T0 - STUCK_AFTER
+def test_assumed_rows_say_how_long_they_have_and_stuck_ones_stand_out(settings):
+    old = T0 - timedelta(seconds=settings.SCHEDVIEW_BIND_STUCK_AFTER)
     pod("bound", "Assumed", binding_finished=True, deadline=NOW + 25, changed_at=old)
     pod("overdue", "Assumed", binding_finished=True, deadline=NOW - 3, changed_at=old)
     pod("binding", "Assumed", changed_at=T0)
     pod("stuck", "Assumed", changed_at=old)
+    # Stuck from the moment it was assumed: the watch's updates since do not reset that.
+    pod("relabelled", "Assumed", changed_at=T0, assumed_at=old)
     pod("added", "Added", changed_at=old)
     rows = {row.uid: row for row in query_pods(PodFilters(), NOW).rows}
     assert rows["bound"].expires_in == 25 and not rows["bound"].stuck
@@ -91,6 +93,7 @@ def test_assumed_rows_say_how_long_they_have_and_stuck_ones_stand_out():
                                                               "expiry overdue by 3 s")
     assert rows["binding"].expires_in is None and not rows["binding"].stuck
     assert rows["stuck"].stuck and rows["stuck"].expires_in is None
+    assert rows["relabelled"].stuck and rows["relabelled"].assumed_since == rows["stuck"].changed
     assert not rows["added"].stuck and rows["added"].expires_in is None
     assert rows["binding"].changed == "10 s ago"
 

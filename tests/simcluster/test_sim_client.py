@@ -183,6 +183,23 @@ def test_delete_bound_pod_is_graceful_unless_grace_zero(sim, v1):
     assert e.value.status == 404
 
 
+def test_a_uid_precondition_deletes_only_that_very_pod(sim, v1):
+    """How kube-scheduler's stand-in evicts a victim: a pod of the same name made since is
+    refused with 409 and left alone; the victim itself gets its grace period (46)."""
+    pod = first_bound(sim)
+    name, ns, uid = pod["metadata"]["name"], pod["metadata"]["namespace"], pod["metadata"]["uid"]
+    with pytest.raises(ApiException) as e:
+        v1.delete_namespaced_pod(name, ns, body={"preconditions": {"uid": "another-uid"}})
+    assert e.value.status == 409
+    assert orjson.loads(e.value.body)["message"] == (       # worded as 63f's
+        f'Operation cannot be fulfilled on Pod "{name}": the UID in the precondition '
+        f"(another-uid) does not match the UID in record ({uid}). The object might have "
+        "been deleted and then recreated")
+    assert v1.read_namespaced_pod(name, ns).metadata.deletion_timestamp is None
+    terminating = v1.delete_namespaced_pod(name, ns, body={"preconditions": {"uid": uid}})
+    assert terminating.metadata.deletion_grace_period_seconds == 30
+
+
 def test_deletecollection_returns_the_matched_pods_before_deletion(sim, v1):
     for i in range(3):
         v1.create_namespaced_pod("default", pending_pod_body(f"dc-{i}", batch="x"))

@@ -46,6 +46,45 @@ def test_bind_faults_fail_or_conflict_without_touching_the_pod(sim, v1):
     assert sim.pod("default", "f1")["spec"]["nodeName"] == a_node(sim)
 
 
+def test_a_refused_binding_is_a_403_as_an_admission_policy_answers(sim, raw, v1):
+    """kube-apiserver's Status for a denied create (shaped as 45-binding-missing-pod-404:
+    resource "pods"); the pod is left unbound, and the Binding goes through once the
+    refusal lifts."""
+    v1.create_namespaced_pod("default", pending_pod_body("r1"))
+    node = a_node(sim)
+    resp, data = raw.call("POST", "/simcluster/v1/faults",
+                          {"binding_refused_namespaces": "default"})
+    assert resp.status == 200 and orjson.loads(data)["binding_refused_namespaces"] == "default"
+    resp, data = raw.call("POST", "/api/v1/namespaces/default/pods/r1/binding",
+                          bind_body("r1", node))
+    assert (resp.status, resp.reason) == (403, "Forbidden")
+    assert resp.getheader("Content-Type") == "application/json"
+    assert orjson.loads(data) == {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": 'pods "r1" is forbidden: ValidatingAdmissionPolicy '
+                   "'simcluster-deny-binding' with binding 'simcluster-deny-binding' denied "
+                   "request: binding pods in namespace default is not allowed",
+        "reason": "Forbidden", "details": {"name": "r1", "kind": "pods"}, "code": 403}
+    assert "nodeName" not in sim.pod("default", "r1")["spec"]
+
+    sim.faults.update(binding_refused_namespaces="other", binding_refusal_rate=1.0)
+    with pytest.raises(ApiException) as e:
+        v1.create_namespaced_pod_binding("r1", "default", bind_body("r1", node),
+                                         _preload_content=False)
+    assert e.value.status == 403 and orjson.loads(e.value.body)["reason"] == "Forbidden"
+    sim.faults.update(binding_refusal_rate=0.0)
+    v1.create_namespaced_pod_binding("r1", "default", bind_body("r1", node),
+                                     _preload_content=False)
+    assert sim.pod("default", "r1")["spec"]["nodeName"] == node
+
+
+def test_fault_knobs_refuse_bad_values(sim, raw):
+    resp, data = raw.call("POST", "/simcluster/v1/faults",
+                          {"binding_refused_namespaces": ["default"]})
+    assert resp.status == 400 and b"takes a string" in data
+    assert sim.faults.binding_refused_namespaces == ""
+
+
 def test_lost_events_change_the_store_but_never_reach_watchers(sim, v1):
     rv = v1.list_namespaced_pod("default").metadata.resource_version
     sim.faults.update(lose_event_rate=1.0)

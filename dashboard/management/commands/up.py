@@ -144,8 +144,9 @@ class Command(BaseCommand):
                 supervisor.start(web(port))
                 self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it); {login}")
                 if settings.SCHEDVIEW_EXTENDER_ADDRESS:
+                    scheme = "https" if settings.SCHEDVIEW_EXTENDER_CERT else "http"
                     self.stdout.write("kube-scheduler's extender urlPrefix: "
-                                      f"http://{settings.SCHEDVIEW_EXTENDER_ADDRESS}/extender")
+                                      f"{scheme}://{settings.SCHEDVIEW_EXTENDER_ADDRESS}/extender")
                 child, code = supervisor.wait()
         except KeyboardInterrupt:
             self.stdout.write("schedview: stopped")

@@ -1,0 +1,91 @@
+"""kube-scheduler's stand-in at the demo's size: what a period costs the Celery worker.
+
+A simulated cluster (default 100 nodes, 2,000 pods, churn 20/s, as `manage.py up`) in
+its own process; here, the stand-in's view (two reflectors), its periods once a second,
+and a fake extender answering as the captures' recording extender did (it binds
+through the API server itself). Prints the first sync's CPU, the period thread's CPU
+(p50, max) and the whole process's CPU per period (watches and the fake extender's
+HTTP included), against what listing every pod and building a cache each period costs.
+
+    .venv/bin/python bench/standin_bench.py [--nodes 100] [--pods 2000] [--churn 20]
+                                            [--periods 30]
+"""
+import argparse
+import os
+from pathlib import Path
+import sys
+import time
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "extender"))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from benchkit import core_api, line, percentile, served_cluster  # noqa: E402
+from fake_extender import FakeExtender  # noqa: E402
+from dashboard.extender import standin  # noqa: E402
+from dashboard.extender.standin_view import ClusterView  # noqa: E402
+from dashboard.kube import read_json  # noqa: E402
+from schedcache import Cache  # noqa: E402
+from scheduling import DefaultAlgorithm  # noqa: E402
+
+
+def listed_each_period(api) -> float:
+    """CPU seconds of one list of every node and pod into a fresh cache (the alternative)."""
+    began = time.process_time()
+    pods = read_json(api.list_pod_for_all_namespaces(_preload_content=False))["items"]
+    cache = Cache(ttl=0)
+    for node in read_json(api.list_node(_preload_content=False))["items"]:
+        cache.add_node(node)
+    for pod in pods:
+        if pod["spec"].get("nodeName"):
+            cache.add_pod(pod)
+    DefaultAlgorithm(cache).refresh()
+    return time.process_time() - began
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--pods", type=int, default=2000)
+    parser.add_argument("--churn", type=float, default=20.0)
+    parser.add_argument("--periods", type=int, default=30)
+    args = parser.parse_args()
+    with served_cluster(args.nodes, args.pods, "--churn", str(args.churn)) as (url, kubeconfig):
+        api = core_api(kubeconfig)
+        extender = FakeExtender(core_api(kubeconfig))
+        began = time.process_time()
+        scheduler = standin.StandIn(api, standin.HttpDoor(extender.address, 5.0),
+                                    ClusterView(core_api(kubeconfig)).start())
+        try:
+            scheduler.period(first_sync=60)
+            first = time.process_time() - began
+            threads, outcomes = [], dict.fromkeys(standin.OUTCOMES, 0)
+            began = time.process_time()
+            for _ in range(args.periods):
+                started = time.monotonic()
+                thread_began = time.thread_time()
+                for name, count in scheduler.period().items():
+                    outcomes[name] += count
+                threads.append(time.thread_time() - thread_began)
+                time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
+            whole = (time.process_time() - began) / args.periods
+            alternative = listed_each_period(api)
+        finally:
+            scheduler.close()
+            extender.close()
+    print(f"stand-in: {args.nodes} nodes, {args.pods} pods, churn {args.churn:g}/s, "
+          f"{args.periods} periods of 1 s")
+    line("first sync (lists into the view), CPU", f"{first:.2f} s")
+    line("a period, its thread's CPU p50 / max",
+         f"{percentile(threads, 0.5) * 1000:.1f} / {max(threads) * 1000:.1f} ms")
+    line("a period, the whole process's CPU (watches, fake extender)", f"{whole * 1000:.0f} ms")
+    line("listing every pod into a fresh cache instead, CPU", f"{alternative * 1000:.0f} ms")
+    line("outcomes", outcomes)
+
+
+if __name__ == "__main__":
+    main()
