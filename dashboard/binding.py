@@ -15,6 +15,7 @@ The API server's answers are the captures' (shared k8s-wire 43-binding-create-20
 """
 import logging
 import os
+import time
 
 import orjson
 from celery.exceptions import SoftTimeLimitExceeded
@@ -22,7 +23,7 @@ from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
-from dashboard import kube
+from dashboard import binding_metrics, kube
 from dashboard.extender.statuses import bind_info_annotation
 
 log = logging.getLogger(__name__)
@@ -57,14 +58,18 @@ def binding(uid: str, namespace: str, name: str, node: str) -> dict:
 def bind_once(uid: str, namespace: str, name: str, node: str,
               timeout: float = None) -> tuple[str, str]:
     """POST one Binding and read back on a conflict: (FINISH | FORGET | RETRY, reason)."""
+    started = time.perf_counter()
     try:
-        return _bind_once(uid, namespace, name, node,
-                          settings.SCHEDVIEW_BIND_TIMEOUT if timeout is None else timeout)
+        outcome, reason = _bind_once(uid, namespace, name, node,
+                                     settings.SCHEDVIEW_BIND_TIMEOUT if timeout is None
+                                     else timeout)
     except SoftTimeLimitExceeded:
         raise                # a bind task's time is up: the task retries the pod
     except Exception as e:   # a bug or a broken kubeconfig: retried, then forgotten, never lost
         log.exception("bind %s/%s -> %s failed unexpectedly", namespace, name, node)
-        return RETRY, f"binding failed: {type(e).__name__}: {e}"
+        outcome, reason = RETRY, f"binding failed: {type(e).__name__}: {e}"
+    binding_metrics.observe(outcome, time.perf_counter() - started)
+    return outcome, reason
 
 
 def _bind_once(uid, namespace, name, node, timeout):

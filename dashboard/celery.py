@@ -6,9 +6,23 @@ Tasks and the beat schedule join in the next issue.
 import os
 
 from celery import Celery
+from celery.signals import worker_init, worker_process_shutdown
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 app = Celery("schedview")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _serve_probes(**_):
+    """The worker's main process serves its children's metrics (dashboard/worker_probes)."""
+    from dashboard import worker_probes
+    worker_probes.serve_probes()
+
+
+@worker_process_shutdown.connect
+def _child_exited(pid=None, **_):
+    from dashboard import worker_probes
+    worker_probes.child_exited(pid or os.getpid())

@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from dashboard import event_reads, live_hub, node_reads, read_model, snapshot_reads
+from dashboard import event_reads, health, live_hub, node_reads, read_model, snapshot_reads
 from dashboard.feed.publisher import EVENTS_GROUP
 
 BAD_INPUT = 4400     # close code: the socket's URL asked for something that cannot be shown
@@ -88,8 +88,9 @@ class OverviewConsumer(LiveConsumer):
         return "overview"
 
     def render(self) -> str:
-        return render_to_string("dashboard/overview.html#counts",
-                                {"overview": read_model.overview()})
+        overview = read_model.overview()
+        return render_to_string("dashboard/overview.html#counts", {
+            "overview": overview, "health": health.gather(owner=overview.owner)})
 
 
 def _query(scope) -> dict:

@@ -5,7 +5,8 @@ churning cluster: millions an hour), and a snapshot sample for every snapshot
 update. Unbounded, the tables grow until every insert of the owner's writer
 pays for the size of their indexes and the pages fall behind. The history keeps
 the latest SCHEDVIEW_HISTORY_KEEP transitions (by sequence number) and the
-latest SAMPLES_KEPT snapshot samples; Celery beat prunes every
+latest SAMPLES_KEPT snapshot samples, and health samples (the overview's charts) of
+the last SCHEDVIEW_SAMPLE_KEEP seconds; Celery beat prunes every
 SCHEDVIEW_PRUNE_PERIOD. The audit of actions is never pruned.
 
 Deletes go in chunks of CHUNK rows, one short transaction each, so the owner's
@@ -13,21 +14,25 @@ writer (appending at the top of the same tables) never waits behind a long one.
 `PrunedHistory.below_seq` moves with each chunk, in its transaction: a reader
 that sees a number below it knows the history before it is gone.
 """
+from datetime import timedelta
+
 from django.db import transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from dashboard.models import PrunedHistory, SnapshotSample, Transition
+from dashboard.models import HealthSample, PrunedHistory, SnapshotSample, Transition
 
 CHUNK = 20_000          # rows per delete transaction
 SAMPLES_KEPT = 20_000   # snapshot samples kept (the chart shows the latest few hundred)
 
 
-def prune(keep: int, samples_kept: int = SAMPLES_KEPT, chunk: int = CHUNK) -> dict:
-    """Delete all but the latest `keep` transitions (0: keep all) and `samples_kept` samples.
+def prune(keep: int, samples_kept: int = SAMPLES_KEPT, chunk: int = CHUNK,
+          health_kept: float = 0, now=None) -> dict:
+    """Delete all but the latest `keep` transitions (0: keep all), `samples_kept` snapshot
+    samples, and health samples older than `health_kept` seconds (0: keep all).
     Returns what was deleted and the history's new floor."""
-    if keep < 0 or samples_kept < 0 or chunk < 1:
-        raise ValueError("keep, samples_kept must be >= 0 and chunk >= 1")
+    if keep < 0 or samples_kept < 0 or chunk < 1 or health_kept < 0:
+        raise ValueError("keep, samples_kept, health_kept must be >= 0 and chunk >= 1")
     pruned = 0
     if keep:
         span = Transition.objects.aggregate(low=Min("seq"), top=Max("seq"))
@@ -45,7 +50,12 @@ def prune(keep: int, samples_kept: int = SAMPLES_KEPT, chunk: int = CHUNK) -> di
     top_id = SnapshotSample.objects.aggregate(top=Max("id"))["top"]
     if top_id is not None and samples_kept:
         samples, _ = SnapshotSample.objects.filter(id__lte=top_id - samples_kept).delete()
-    return {"transitions": pruned, "samples": samples, "below_seq": PrunedHistory.floor()}
+    health_samples = 0
+    if health_kept:
+        cutoff = (now or timezone.now()) - timedelta(seconds=health_kept)
+        health_samples, _ = HealthSample.objects.filter(at__lt=cutoff).delete()
+    return {"transitions": pruned, "samples": samples, "health_samples": health_samples,
+            "below_seq": PrunedHistory.floor()}
 
 
 def _move_floor(below_seq: int, deleted: int) -> None:

@@ -180,3 +180,26 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.user} {self.name or self.pk}"
+
+
+class HealthSample(models.Model):
+    """The health and count figures at one moment, taken by Celery beat's `sample_health`
+    every SCHEDVIEW_SAMPLE_PERIOD: the overview's charts over time, and the "pending
+    then" the stalled-scheduler check compares with. Counts of transitions are those
+    of the `period` seconds before `at`; a figure no one could tell is null."""
+
+    at = models.DateTimeField(db_index=True)
+    period = models.FloatField()
+    level = models.CharField(max_length=8)            # ok, warn or fail (dashboard.health)
+    problems = models.JSONField(default=dict)         # the checks not ok: name -> level
+    pending = models.IntegerField(null=True)
+    assumed = models.IntegerField(null=True)
+    added = models.IntegerField(null=True)
+    assumes = models.IntegerField(default=0)
+    binds = models.IntegerField(default=0)            # bindings finished by the bind path
+    bind_failures = models.IntegerField(default=0)    # pods the bind path forgot
+    expiries = models.IntegerField(default=0)
+    forgets = models.IntegerField(default=0)          # every forget, the bind path's included
+    feed_backlog = models.IntegerField(null=True)
+    read_model_backlog = models.IntegerField(null=True)
+    binds_stuck = models.IntegerField(null=True)

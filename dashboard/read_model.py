@@ -212,18 +212,26 @@ def bind_queue_depth() -> int | None:
 BIND_FAILURE_CAUSES = ("bind", "extender", "bind deadline")
 
 
-def bind_health() -> BindHealth:
-    """Each pod counts once per outcome, whichever event told it first: a real API server's
-    watch usually confirms a bound pod before the binder reports back, and the binder's
-    finish then changes nothing, so "binding finished" alone undercounts the successes."""
-    counts = Transition.objects.order_by().filter(at__gte=timezone.now() - RECENT).aggregate(
+def bind_outcomes(start, end=None) -> tuple[int, int]:
+    """(bound, failed) pods from `start` (to `end`), each pod once per outcome, whichever
+    event told it first: a real API server's watch usually confirms a bound pod before the
+    binder reports back, and the binder's finish then changes nothing, so "binding
+    finished" alone undercounts the successes."""
+    rows = Transition.objects.order_by().filter(at__gte=start)
+    if end is not None:
+        rows = rows.filter(at__lt=end)
+    counts = rows.aggregate(
         bound=Count("key", distinct=True,
                     filter=Q(kind="pod_binding_finished")
                     | Q(kind="pod_confirmed", from_state="Assumed")),
         failed=Count("key", distinct=True,
                      filter=Q(kind="pod_forgotten", cause__in=BIND_FAILURE_CAUSES)))
-    return BindHealth(bind_queue_depth(), counts["bound"], counts["failed"],
-                      int(RECENT.total_seconds() // 60))
+    return counts["bound"], counts["failed"]
+
+
+def bind_health() -> BindHealth:
+    bound, failed = bind_outcomes(timezone.now() - RECENT)
+    return BindHealth(bind_queue_depth(), bound, failed, int(RECENT.total_seconds() // 60))
 
 
 # --- the owner ------------------------------------------------------------------------------
@@ -246,6 +254,13 @@ class OwnerStatus:
     @property
     def seq(self):
         return self.counters.get("seq")
+
+    @property
+    def pending(self):
+        """Pods waiting for a node: the owner's unbound pods less those it assumed (an
+        assumed pod stays unbound in the cluster until the watch sees its binding)."""
+        pending = self.counters.get("pending")
+        return None if pending is None else max(0, pending - self.counters.get("assumed", 0))
 
     @property
     def feed_backlog(self):

@@ -147,6 +147,7 @@ TEMPLATES = [
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
+                "dashboard.health_views.health_context",
             ],
         },
     },
@@ -240,6 +241,47 @@ if not 0 < SCHEDVIEW_BIND_STUCK_AFTER <= SCHEDVIEW_BIND_DEADLINE:
 # How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
 SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
 
+# --- health, probes, metrics (dashboard/health.py, dashboard/probes.py) ---------------------
+def _pair(name, default):
+    """A "warn,fail" pair of thresholds: warn from the first, fail from the second."""
+    values = env.list(name, cast=float, default=default)
+    if len(values) != 2 or not 0 <= values[0] <= values[1]:
+        raise ImproperlyConfigured(f"{name} must be two numbers warn,fail with "
+                                   f"0 <= warn <= fail, not {values!r}")
+    return tuple(values)
+
+
+# Feed items the owner has yet to apply; changes the pages do not show yet (rows).
+SCHEDVIEW_HEALTH_FEED_BACKLOG = _pair("SCHEDVIEW_HEALTH_FEED_BACKLOG", [1000, 20000])
+SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG = _pair("SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG", [5000, 50000])
+# Assumed pods whose bind has not finished in time (the owner's `binds_stuck`).
+SCHEDVIEW_HEALTH_STUCK_BINDS = _pair("SCHEDVIEW_HEALTH_STUCK_BINDS", [1, 10])
+# Percent of the binds ended in the last SCHEDVIEW_HEALTH_WINDOW that were forgotten.
+SCHEDVIEW_HEALTH_BIND_FAILURES = _pair("SCHEDVIEW_HEALTH_BIND_FAILURES", [10, 30])
+# Percent of a warm pool's queue capacity taken by waiting claims.
+SCHEDVIEW_HEALTH_POOL_QUEUE = _pair("SCHEDVIEW_HEALTH_POOL_QUEUE", [50, 90])
+# Seconds: the window over which scheduling progress (pods assumed or bound) is looked for
+# while pending grows, and bind outcomes are counted.
+SCHEDVIEW_HEALTH_WINDOW = env.float("SCHEDVIEW_HEALTH_WINDOW", default=60.0)
+# Seconds after which the latest comparison is stale (default: three comparer periods).
+SCHEDVIEW_HEALTH_COMPARER_STALE = env.float("SCHEDVIEW_HEALTH_COMPARER_STALE",
+                                            default=3 * SCHEDVIEW_COMPARE_PERIOD)
+if SCHEDVIEW_HEALTH_WINDOW <= 0 or SCHEDVIEW_HEALTH_COMPARER_STALE <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_HEALTH_WINDOW and SCHEDVIEW_HEALTH_COMPARER_STALE "
+                               "must be positive")
+# host:port where `manage.py watch`, `manage.py pools` and the Celery worker serve /healthz,
+# /readyz and /metrics for kubelet probes and Prometheus; empty: off.
+SCHEDVIEW_PROBE_ADDRESS = env.str("SCHEDVIEW_PROBE_ADDRESS", default="")
+if SCHEDVIEW_PROBE_ADDRESS and not re.fullmatch(r"[^\s:]+:\d{1,5}", SCHEDVIEW_PROBE_ADDRESS):
+    raise ImproperlyConfigured("SCHEDVIEW_PROBE_ADDRESS must be host:port (or empty), "
+                               f"not {SCHEDVIEW_PROBE_ADDRESS!r}")
+# Seconds between health samples (the overview's charts), and how long samples are kept.
+SCHEDVIEW_SAMPLE_PERIOD = env.float("SCHEDVIEW_SAMPLE_PERIOD", default=10.0)
+SCHEDVIEW_SAMPLE_KEEP = env.float("SCHEDVIEW_SAMPLE_KEEP", default=48 * 3600.0)
+if SCHEDVIEW_SAMPLE_PERIOD <= 0 or SCHEDVIEW_SAMPLE_KEEP <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_SAMPLE_PERIOD and SCHEDVIEW_SAMPLE_KEEP must be "
+                               "positive")
+
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
@@ -273,6 +315,9 @@ CELERY_BEAT_SCHEDULE = {
                 "options": {"expires": SCHEDVIEW_COMPARE_PERIOD * 0.9}},
     "prune-history": {"task": "dashboard.tasks.prune_history", "schedule": SCHEDVIEW_PRUNE_PERIOD,
                       "options": {"expires": SCHEDVIEW_PRUNE_PERIOD * 0.9}},
+    "sample-health": {"task": "dashboard.tasks.sample_health",
+                      "schedule": SCHEDVIEW_SAMPLE_PERIOD,
+                      "options": {"expires": SCHEDVIEW_SAMPLE_PERIOD * 0.9}},
 }
 # The embedded default schedules the simulated cluster's pending pods itself (a stand-in for
 # kube-scheduler driving the extender), so every state of the machine shows. Off unless set;

@@ -1,8 +1,8 @@
 """The snapshot page: the generation over time, what the last snapshot copied, what the
 next one will, and the nodes in the cache's most-recently-changed order.
 
-Why a module: the chart is geometry (an inline SVG drawn from SnapshotSample rows,
-so it needs no script and shows on the first paint), and "changed since the last
+Why a module: the chart's data comes from SnapshotSample rows (uPlot draws it, with
+axes, as it draws the overview's charts: static/charts.js), and "changed since the last
 snapshot" is a comparison of two tables. The owner takes a snapshot every second
 when something changed, recording the nodes it copied; a node changed since then
 has a generation above the latest snapshot's.
@@ -10,6 +10,7 @@ has a generation above the latest snapshot's.
 from dataclasses import dataclass
 from datetime import datetime
 
+import orjson
 from django.utils import timezone
 
 from dashboard.models import NodeRecord, SnapshotSample
@@ -17,53 +18,36 @@ from dashboard.read_model import ago
 
 CHART_SAMPLES = 300   # the latest samples drawn (5 minutes at one a second)
 NODES_SHOWN = 100     # in each list of nodes
-WIDTH, HEIGHT = 600, 160   # the chart's viewBox
 
 
 @dataclass(frozen=True)
 class Chart:
-    """An SVG line chart of the snapshot's generation (a step line: it holds until the
-    next snapshot) and of the cache's generation at each snapshot."""
-    snapshot_points: str   # polyline points in the viewBox
-    cache_points: str
-    dots: list[tuple[float, float, str]]   # (x, y, tooltip) per sample
+    """The snapshot's generation (drawn as a step line: it holds until the next snapshot)
+    and the cache's generation at each snapshot, as the charting library takes them."""
+    data: dict      # {"times", "lines": [{"label", "values"}], "unit", "stepped"}
     low: int
     high: int
-    start: str             # how long ago the first sample was taken
+    start: str      # how long ago the first sample was taken
     samples: int
-    width: int = WIDTH
-    height: int = HEIGHT
+
+    @property
+    def json(self) -> str:
+        """The data as the page's figure carries it (an attribute: no script in the page)."""
+        return orjson.dumps(self.data).decode()
 
 
 def chart(samples: list[SnapshotSample], now: datetime) -> Chart | None:
     """Samples oldest first; None without two samples to draw a line between."""
     if len(samples) < 2:
         return None
-    t0 = samples[0].at.timestamp()
-    span = max(now.timestamp() - t0, 1e-3)
     low = min(s.generation for s in samples)
     high = max(max(s.cache_generation, s.generation) for s in samples)
-    rise = max(high - low, 1)
-
-    def x(sample):
-        return round(WIDTH * (sample.at.timestamp() - t0) / span, 1)
-
-    def y(generation):
-        return round(HEIGHT - HEIGHT * (generation - low) / rise, 1)
-
-    steps, previous = [], None
-    for sample in samples:
-        if previous is not None:
-            steps.append(f"{x(sample)},{y(previous.generation)}")
-        steps.append(f"{x(sample)},{y(sample.generation)}")
-        previous = sample
-    steps.append(f"{WIDTH},{y(previous.generation)}")
-    cache = " ".join(f"{x(s)},{y(s.cache_generation)}" for s in samples)
-    dots = [(x(s), y(s.generation),
-             f"generation {s.generation} at {s.at:%H:%M:%S}, {len(s.changed_nodes)} "
-             f"node{'s' if len(s.changed_nodes) != 1 else ''} copied") for s in samples]
-    return Chart(" ".join(steps), cache, dots, low, high,
-                 ago(now.timestamp() - t0), len(samples))
+    data = {"times": [round(s.at.timestamp(), 3) for s in samples], "unit": "generation",
+            "stepped": True,
+            "lines": [{"label": "Snapshot generation", "values": [s.generation for s in samples]},
+                      {"label": "Cache generation when taken",
+                       "values": [s.cache_generation for s in samples]}]}
+    return Chart(data, low, high, ago((now - samples[0].at).total_seconds()), len(samples))
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from dashboard import history_retention
+from dashboard import health, history_retention
 from dashboard.binding import FINISH, FORGET, RETRY, bind_once, core_api
 from dashboard.extender import standin
 from dashboard.feed.commands import send, send_many
@@ -138,9 +138,17 @@ def compare() -> str:
 @shared_task(name="dashboard.tasks.prune_history", ignore_result=True)
 def prune_history() -> dict:
     """Keep the history to its configured size (history_retention); runs on any worker."""
-    if not settings.SCHEDVIEW_HISTORY_KEEP:
-        return {"transitions": 0, "samples": 0}
-    return history_retention.prune(settings.SCHEDVIEW_HISTORY_KEEP)
+    return history_retention.prune(settings.SCHEDVIEW_HISTORY_KEEP,
+                                   health_kept=settings.SCHEDVIEW_SAMPLE_KEEP)
+
+
+@shared_task(name="dashboard.tasks.sample_health", ignore_result=True)
+def sample_health() -> str:
+    """Record the health and count figures (the overview's charts). Sampled here, not in
+    the owner: a sample is taken whether or not an owner leads (a dead owner is a sample
+    saying so), the owner's one thread keeps serving kube-scheduler, and the rates come
+    from the history the owner already writes."""
+    return health.take_sample().level
 
 
 @shared_task(name="dashboard.tasks.schedule_pending", ignore_result=True)

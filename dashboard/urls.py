@@ -3,7 +3,7 @@ from urllib.parse import quote, unquote
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from dashboard import pod_views, views
+from dashboard import health_views, pod_views, views
 from dashboard.api import urls as api_urls
 from dashboard.extender import pages as extender_pages
 from dashboard.login_form import LoginForm
@@ -33,6 +33,11 @@ urlpatterns = [
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/v1/", api_urls()),
+    path("healthz", health_views.healthz, name="healthz"),
+    path("readyz", health_views.readyz, name="readyz"),
+    path("metrics", health_views.metrics, name="metrics"),
+    path("health/banner/", health_views.banner, name="health-banner"),
+    path("health/series/", health_views.series, name="health-series"),
     path("", views.overview, name="overview"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),

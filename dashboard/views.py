@@ -7,7 +7,9 @@ what was wrong (400), an unknown node its page saying so (404)."""
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from dashboard import event_reads, node_reads, read_model, snapshot_reads
+from django.conf import settings
+
+from dashboard import event_reads, health_series, node_reads, read_model, snapshot_reads
 
 
 def render_page(request, template: str, partial: str, context: dict, status: int = 200):
@@ -22,7 +24,9 @@ def render_page(request, template: str, partial: str, context: dict, status: int
 def overview(request):
     overview = read_model.overview()
     return render_page(request, "dashboard/overview.html", "counts",
-                   {"overview": overview, "owner": overview.owner})
+                   {"overview": overview, "owner": overview.owner,
+                    "ranges": list(health_series.LABELS.items()), "default_range": health_series.DEFAULT_RANGE,
+                    "sample_period": settings.SCHEDVIEW_SAMPLE_PERIOD})
 
 
 @require_GET

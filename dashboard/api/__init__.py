@@ -27,6 +27,7 @@ api.add_router("/", "dashboard.api.cluster.router")   # /zones, /snapshot, /comp
 api.add_router("/events", "dashboard.api.events.router")
 api.add_router("/pools", "dashboard.pools.api.router")
 api.add_router("/statuses", "dashboard.api.statuses.router")
+api.add_router("/health", "dashboard.api.health.router")
 api.add_router("/", "dashboard.api.unknown.router")   # last: what no router above serves
 
 

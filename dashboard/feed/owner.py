@@ -24,6 +24,7 @@ from schedcache.podinfo import make_pod_info, unpack_pod_info
 
 from dashboard.feed.commands import STATUS_KEY, CommandError, CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
+from dashboard.feed.owner_metrics import OwnerMetrics
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
 from dashboard.redis_outage import RedisBackoff
@@ -130,6 +131,7 @@ class CacheOwner:
         self.status_parts = []        # () -> dict merged into status() (the extender's)
         self.clock = clock
         self.redis_backoff = RedisBackoff("cache owner")   # every call of the loop to Redis
+        self.metrics = OwnerMetrics()  # what /metrics shows, fed at each flush
         self.seq_base = seq_base      # sequence numbers continue across owners
         self.epoch = epoch            # stamped on every row this owner writes
         self.pending = {}             # uid -> pod: unbound pods the cache does not hold
@@ -461,15 +463,17 @@ class CacheOwner:
         self.commands.handlers.update(self.caused(handlers, cause))
 
     def caused(self, handlers: dict, cause: str = None) -> dict:
-        """The handlers, counted, their transitions recorded with `cause` (by default the
-        actor's: bind, reaper, owner, or operator for a person or tool) and the actor."""
-        def caused(handler):
+        """The handlers, counted, timed (metrics), their transitions recorded with `cause`
+        (by default the actor's: bind, reaper, owner, or operator for a person or tool)
+        and the actor."""
+        def caused(op, handler):
             def run(args, actor):
                 self.stats["commands"] += 1
                 self._as(cause or _COMMAND_CAUSES.get(actor, "operator"), actor)
-                return handler(args, actor)
+                with self.metrics.timing(op):
+                    return handler(args, actor)
             return run
-        return {op: caused(h) for op, h in handlers.items()}
+        return {op: caused(op, h) for op, h in handlers.items()}
 
     def _aggregates(self, node):
         info = self.cache.node_info(node)
@@ -721,6 +725,7 @@ class CacheOwner:
                 and not self._dirty_pods and not self._dirty_nodes):
             batch.prune_epoch, self._pruned = self.epoch, True
         status = self.status()
+        self.metrics.record_flush(events, status, batch.comparer_runs)
         publish = None
         if self.publisher is not None:
             publish = functools.partial(self.publisher.publish, published, status)

@@ -234,15 +234,18 @@ def keep_lease(owner: CacheOwner, deadlines: dict, lease, now: float):
         deadlines["renew"] = now + RENEW_PERIOD
 
 
-def run(stop: threading.Event, redis, lease=None, clock=time.time):
+def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     """Own the cache until `stop` is set or the lease (a LeaderLease) is lost
-    (LeadershipLost). Serves kube-scheduler only while it holds the lease."""
+    (LeadershipLost). Serves kube-scheduler only while it holds the lease. `probes` (the
+    watch command's OwnerProbes) hears of the owner and of every turn of the loop."""
     tune_gc()
     tune_switching()
     writer = ProjectionWriter().start()
     owner = build_owner(redis, writer, clock)
     if lease is not None:
         owner.note_leader(holder_name(lease.token))
+    if probes is not None:
+        probes.lead(owner)
     # The reflectors parse and digest in a process of their own: this one only applies.
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()
@@ -259,6 +262,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time):
     try:
         while not stop.is_set():
             step(owner, deadlines, lease, clock, calls)
+            if probes is not None:
+                probes.heartbeat.turned()
             if not frozen and all(owner.synced.values()) and owner.feed.empty():
                 settle_heap()
                 frozen = True

@@ -20,6 +20,7 @@ from kubernetes import client
 from dashboard.pools.claimer import ApiClaimer
 from dashboard.pools.feed import PoolFeed, pool_reflector
 from dashboard.pools.transport import STATUS_KEY, ClaimServer
+from dashboard.probes import Heartbeat
 from dashboard.redis_outage import RedisBackoff
 from warmpool import PoolScheduler
 
@@ -55,6 +56,8 @@ class PoolsProcess:
         self.redis_backoff = RedisBackoff("pools")
         self.layer = layer
         self._shown = None
+        self.statuses_shown = {}   # as last published: what /metrics reads
+        self.heartbeat = Heartbeat("pools loop")
 
     def _make_scheduler(self, pool, members) -> PoolScheduler:
         log.info("pool %s: scheduler started", pool)
@@ -65,6 +68,7 @@ class PoolsProcess:
         next_publish = 0.0
         try:
             while not stop.is_set():
+                self.heartbeat.turned()
                 # While Redis is unreachable the schedulers go on with the claims they
                 # hold; serving and publishing resume at the backoff's pace.
                 served = self.redis_backoff.attempt(self.claims.serve, SERVE_WAIT)[1]
@@ -81,6 +85,7 @@ class PoolsProcess:
 
     def publish(self) -> None:
         statuses = self.statuses()
+        self.statuses_shown = statuses
         self.claims.publish_status(statuses)
         shown = panel_fingerprint(statuses)
         counting_down = any(s["reservations"] for s in statuses.values())

@@ -55,8 +55,9 @@ def stack(redis_url, django_db_setup, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser-stack")
     kubeconfig = tmp / "kubeconfig"
     clear_redis()
+    # Health sampled every second over an 8 s window, so a stall shows within seconds.
     s = Stack(tmp, child_env(tmp, redis_url, kubeconfig, cache_ttl=30, reap_period=1,
-                             compare_period=3600))
+                             compare_period=3600, sample_period=1, health_window=8))
     try:
         s.cluster(kubeconfig, "--nodes", "6", "--pods", "60", "--zones", "2",
                   "--bookmark-interval", "1")

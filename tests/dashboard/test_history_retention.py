@@ -1,10 +1,11 @@
 """The history keeps its latest transitions; pruning says how far it went."""
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.utils import timezone as django_time
 
 from dashboard import history_retention
-from dashboard.models import PrunedHistory, SnapshotSample, Transition
+from dashboard.models import HealthSample, PrunedHistory, SnapshotSample, Transition
 from dashboard.tasks import prune_history
 
 T0 = datetime(2026, 11, 22, tzinfo=timezone.utc)
@@ -26,7 +27,7 @@ def test_keeps_the_latest_numbers_in_chunks_and_moves_the_floor():
     assert PrunedHistory.floor() == 0
     report = history_retention.prune(keep=10, chunk=7)
     assert kept() == [60, 61]     # the latest 10 numbers are 52..61: two of them exist
-    assert report == {"transitions": 50, "samples": 0, "below_seq": 52}
+    assert report == {"transitions": 50, "samples": 0, "health_samples": 0, "below_seq": 52}
     floor = PrunedHistory.objects.get()
     assert (floor.below_seq, floor.transitions) == (52, 50) and floor.at is not None
 
@@ -57,6 +58,18 @@ def test_snapshot_samples_keep_the_latest():
     assert report["samples"] == 7
     assert list(SnapshotSample.objects.order_by("generation")
                 .values_list("generation", flat=True)) == list(range(7, 12))
+
+
+@pytest.mark.django_db
+def test_health_samples_keep_the_last_seconds(settings):
+    now = django_time.now()
+    HealthSample.objects.bulk_create(HealthSample(at=now - timedelta(hours=h), period=10,
+                                                  level="ok") for h in (1, 5, 30, 50))
+    assert history_retention.prune(keep=0, health_kept=6 * 3600, now=now)["health_samples"] == 2
+    assert HealthSample.objects.count() == 2
+    settings.SCHEDVIEW_SAMPLE_KEEP = 2 * 3600   # the task prunes to the setting
+    assert prune_history()["health_samples"] == 1
+    assert list(HealthSample.objects.values_list("at", flat=True)) == [now - timedelta(hours=1)]
 
 
 @pytest.mark.django_db

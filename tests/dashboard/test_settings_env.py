@@ -90,3 +90,21 @@ def test_the_history_is_pruned_to_a_million_transitions_by_default(load_settings
     s = load_settings()
     assert s["SCHEDVIEW_HISTORY_KEEP"] == 1_000_000
     assert s["CELERY_BEAT_SCHEDULE"]["prune-history"]["schedule"] == 60.0
+
+
+def test_health_thresholds_are_warn_fail_pairs(load_settings):
+    s = load_settings(SCHEDVIEW_HEALTH_FEED_BACKLOG="10,20", SCHEDVIEW_COMPARE_PERIOD="30")
+    assert s["SCHEDVIEW_HEALTH_FEED_BACKLOG"] == (10.0, 20.0)
+    assert s["SCHEDVIEW_HEALTH_BIND_FAILURES"] == (10.0, 30.0)
+    assert s["SCHEDVIEW_HEALTH_COMPARER_STALE"] == 90.0     # three comparer periods
+    assert s["SCHEDVIEW_PROBE_ADDRESS"] == ""
+
+
+@pytest.mark.parametrize("name, value", [
+    ("SCHEDVIEW_HEALTH_FEED_BACKLOG", "10"), ("SCHEDVIEW_HEALTH_STUCK_BINDS", "5,1"),
+    ("SCHEDVIEW_HEALTH_POOL_QUEUE", "-1,5"), ("SCHEDVIEW_HEALTH_WINDOW", "0"),
+    ("SCHEDVIEW_SAMPLE_PERIOD", "0"), ("SCHEDVIEW_PROBE_ADDRESS", "9100")])
+def test_bad_health_settings_are_refused_by_name(load_settings, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=name):
+        load_settings()

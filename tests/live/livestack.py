@@ -46,14 +46,15 @@ class Stack:
     processes: dict = field(default_factory=dict)
     http: urllib3.PoolManager = field(default_factory=urllib3.PoolManager)
 
-    def start(self, name, argv):
+    def start(self, name, argv, **env):
+        """Start a process of the stack; `env` adds variables for this one alone."""
         log = open(self.tmp / f"{name}.log", "wb")
-        self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=log,
-                                                stderr=subprocess.STDOUT)
+        self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env=dict(self.env, **env),
+                                                stdout=log, stderr=subprocess.STDOUT)
         return self.processes[name]
 
-    def owner(self, name):
-        return self.start(name, [sys.executable, "manage.py", "watch", "--id", name])
+    def owner(self, name, **env):
+        return self.start(name, [sys.executable, "manage.py", "watch", "--id", name], **env)
 
     def control(self, action, body=None):
         method = "GET" if action == "state" else "POST"

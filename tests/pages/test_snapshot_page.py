@@ -19,11 +19,11 @@ def test_the_chart_is_a_step_line_of_the_snapshots_generation():
     samples = [sample(10, T0, cache_generation=10), sample(20, T0 + timedelta(seconds=5),
                                                            cache_generation=30)]
     chart = snapshot_reads.chart(samples, now=T0 + timedelta(seconds=10))
-    # x: 600 wide over 10 s; y: 160 high from generation 10 (bottom) to 30 (top).
-    assert chart.snapshot_points == "0.0,160.0 300.0,160.0 300.0,80.0 600,80.0"
-    assert chart.cache_points == "0.0,160.0 300.0,0.0"
+    # What uPlot draws: times in epoch seconds, one list of values a line, the first stepped.
+    assert chart.data["times"] == [T0.timestamp(), T0.timestamp() + 5]
+    assert [line["values"] for line in chart.data["lines"]] == [[10, 20], [10, 30]]
+    assert chart.data["stepped"] and chart.data["unit"] == "generation"
     assert (chart.low, chart.high, chart.samples, chart.start) == (10, 30, 2, "10 s ago")
-    assert [tip for _, _, tip in chart.dots][1].startswith("generation 20 at 12:00:05")
 
 
 def test_one_sample_draws_no_chart():
@@ -50,14 +50,16 @@ def test_the_page_splits_nodes_by_the_latest_snapshots_generation(viewer_client)
     assert pending.index("/nodes/newest/") < pending.index("/nodes/newer/")
     assert "/nodes/copied/" not in pending
     assert "deleted, pods left" in pending
-    assert '<polyline class="snapshot-line"' in html and html.count('<circle class="sample"') == 2
+    figure = html.split('<figure class="chart" id="snapshot-chart" data-chart-data="')[1]
+    assert figure.split('"', 1)[0].count("&quot;times&quot;") == 1   # the data, escaped
+    assert "vendor/uplot/uPlot.iife.min.js" in html and "charts.js" in html
     assert 'ws-connect="/ws/snapshot/"' in html
 
 
 def test_before_any_snapshot(viewer_client):
     node("n1", generation=4)
     _, html = get(viewer_client, "/snapshot/")
-    assert "No snapshot taken yet" in html and "<svg" not in html.split('id="snapshot-live"')[1]
+    assert "No snapshot taken yet" in html and "<figure" not in html.split('id="snapshot-live"')[1]
 
 
 def test_the_chart_shows_the_latest_samples_only(viewer_client, monkeypatch):

@@ -7,10 +7,13 @@ import threading
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
+from prometheus_client import REGISTRY
 
 from dashboard import kube
 from dashboard.pools.demand import parse_demand, run_demand
+from dashboard.pools.metrics import PoolsMetrics
 from dashboard.pools.runner import PoolsProcess
+from dashboard.probes import ProbeServer
 from dashboard.redis_outage import fail_fast_layer, loop_client
 
 
@@ -40,9 +43,18 @@ class Command(BaseCommand):
                                reservation_ttl=reservation_ttl,
                                idle_notify_delay=idle_notify_delay, layer=fail_fast_layer())
         run_demand(process.feed.scheduler, demand, stop)
+        REGISTRY.register(PoolsMetrics(lambda: process.statuses_shown))
+        # Live while its loop turns; ready as soon as it serves claims (no lease, no sync).
+        server = (ProbeServer(settings.SCHEDVIEW_PROBE_ADDRESS, process.heartbeat.cause,
+                              process.heartbeat.cause).start()
+                  if settings.SCHEDVIEW_PROBE_ADDRESS else None)
         self.stdout.write("pools: watching pool pods, serving claims")
         self.stdout.flush()
-        process.run(stop)
+        try:
+            process.run(stop)
+        finally:
+            if server is not None:
+                server.close()
 
 
 def _demand(text: str) -> dict:

@@ -1,0 +1,113 @@
+"""The health banner and the overview's charts, in the browser, against the whole stack.
+
+A stalled scheduler is staged as it happens in a cluster: pods are created and nothing
+places them (this stack runs no scheduler). Celery beat samples the health every second
+over an 8 s window (see conftest), so the banner rises within seconds; placing the pods
+(assumed through the owner as the extender does, then bound through Celery) clears it."""
+import pytest
+from playwright.sync_api import expect
+
+from dashboard.feed.commands import send
+from livestack import new_pod, state_of, wait_for
+
+pytestmark = [pytest.mark.django_db, pytest.mark.timeout(240)]
+STALL_MS = 60_000   # the window, a sample, the banner's 5 s poll, with room on a busy machine
+
+
+@pytest.fixture
+def stalled_pods(kube):
+    """Three new pending pods nothing schedules; deleted afterwards if still pending."""
+    names = [f"stalled-{i}" for i in range(3)]
+    uids = [new_pod(kube, name) for name in names]
+    for uid in uids:
+        wait_for(lambda uid=uid: state_of(uid) == "Pending", 30, "the owner to see the pod")
+    yield list(zip(uids, names))
+    for uid, name in zip(uids, names):
+        if state_of(uid) == "Pending":
+            kube.delete_namespaced_pod(name, "default")
+
+
+def test_a_stalled_scheduler_raises_the_banner_linking_to_the_pod_until_pods_are_placed(
+        page, kube, stalled_pods):
+    from dashboard.tasks import bind_pod
+    page.goto("/nodes/")
+    stalled = page.locator('#health-banner li[data-check="scheduling"]')
+    expect(stalled).to_be_visible(timeout=STALL_MS)
+    expect(stalled).to_contain_text("Stalled: pending grew")
+    # The link names a pending pod; following it opens that pod's page.
+    stalled.locator("a").click()
+    page.wait_for_url("**/pods/*/")
+    expect(page.locator("#pod-state")).to_have_attribute("data-state", "Pending")
+    # Every page carries the banner.
+    expect(page.locator('#health-banner li[data-check="scheduling"]')).to_be_visible()
+    # Place the pods, as kube-scheduler's extender would: the banner goes without a reload.
+    page.goto("/zones/")
+    page.evaluate("window.__sameLoad = true")
+    node = kube.list_node().items[0].metadata.name
+    for uid, name in stalled_pods:
+        send("assume", {"uid": uid, "node": node}, actor="browser-test", timeout=10)
+        bind_pod.delay(uid, "default", name, node)
+    expect(page.locator('#health-banner li[data-check="scheduling"]')).to_have_count(
+        0, timeout=STALL_MS)
+    assert page.evaluate("window.__sameLoad") is True, "the page reloaded"
+
+
+def test_the_overview_leads_with_health_and_charts_the_samples_with_axes(page):
+    page.goto("/")
+    expect(page.locator("#counts > section.health-panel")).to_be_visible()
+    expect(page.locator('#health li[data-check="owner"]')).to_contain_text("Leading")
+    section = page.locator("#over-time")
+    expect(section).to_have_attribute("data-loaded", "1h")
+    pods = section.locator('figure[data-chart="pods"]')
+    # Beat samples every second: the chart holds points, drawn by uPlot on its canvas.
+    page.wait_for_function(
+        "Number(document.querySelector('figure[data-chart=pods]').dataset.points) >= 2",
+        timeout=30_000)
+    expect(pods.locator("canvas")).to_have_count(1)
+    expect(pods.locator(".u-axis")).to_have_count(2)          # time, and pods
+    expect(pods.locator(".u-legend")).to_contain_text("Pending")
+    axes = page.evaluate("""() => {
+        const plot = document.querySelector('figure[data-chart=pods]')._plot;
+        return {labels: plot.axes.map(a => a.label),
+                pending: plot.data[1].filter(v => v !== null).length};
+    }""")
+    assert axes["labels"] == ["time (browser's clock)", "pods"]
+    assert axes["pending"] >= 2
+    # The time picker: another range is fetched and drawn.
+    section.locator('button[data-range="15m"]').click()
+    expect(section).to_have_attribute("data-loaded", "15m")
+    expect(section.locator('button[data-range="15m"]')).to_have_attribute("aria-pressed",
+                                                                          "true")
+
+
+def test_the_snapshot_chart_is_drawn_with_axes(page, kube):
+    # Two changes a second apart: two snapshots at least, so the chart has a line.
+    node = kube.list_node().items[0].metadata.name
+    for name in ("snapshot-chart-a", "snapshot-chart-b"):
+        uid = new_pod(kube, name, node)
+        wait_for(lambda uid=uid: state_of(uid) == "Added", 30, "the owner to add the pod")
+    page.goto("/snapshot/")
+    figure = page.locator("#snapshot-chart")
+    page.wait_for_function(
+        "Number((document.querySelector('#snapshot-chart') || {dataset: {}}).dataset.points) >= 2",
+        timeout=30_000)
+    expect(figure.locator(".u-axis")).to_have_count(2)
+    expect(figure.locator(".u-legend")).to_contain_text("Snapshot generation")
+
+
+def test_a_stuck_bind_raises_the_banner_linking_to_the_pod_until_it_binds(page, kube):
+    """A pod assumed as the extender does, its bind held back: stuck after
+    SCHEDVIEW_BIND_STUCK_AFTER (10 s), until the bind is queued and goes through."""
+    from dashboard.tasks import bind_pod
+    uid = new_pod(kube, "stuck-bind")
+    wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pod")
+    node = kube.list_node().items[0].metadata.name
+    send("assume", {"uid": uid, "node": node}, actor="browser-test", timeout=10)
+    page.goto("/events/")
+    stuck = page.locator('#health-banner li[data-check="binds_stuck"]')
+    expect(stuck).to_be_visible(timeout=STALL_MS)
+    expect(stuck).to_contain_text("whose bind has not finished")
+    expect(stuck.locator("a")).to_have_attribute("href", f"/pods/{uid}/")
+    bind_pod.delay(uid, "default", "stuck-bind", node)
+    expect(page.locator('#health-banner li[data-check="binds_stuck"]')).to_have_count(
+        0, timeout=STALL_MS)
