@@ -177,7 +177,8 @@ def test_the_owners_readiness_follows_the_lease_and_the_sync():
         owner.synced.update(pods=True, nodes=True)
         assert probes.ready() is None and probes.live() is None
     finally:
-        probes.close()
+        probes.stand_by()
+    assert "standby" in probes.ready()        # a lost lease: back to standing by
 
 
 # --- the dashboard and alert rules against a real scrape --------------------------------------
