@@ -30,16 +30,17 @@ CALLS = {
     ("dashboard/feed/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
     ("dashboard/feed/reflector.py", "list_pod_for_all_namespaces"):
         ({"owner", "pools"}, ("pods", {"list", "watch"})),
-    ("dashboard/tasks.py", "create_namespaced_pod_binding"):
-        ({"worker"}, ("pods/binding", {"create"})),
-    ("dashboard/tasks.py", "read_namespaced_pod"): ({"worker"}, ("pods", {"get"})),
+    # The Binding and its read-back after a 409: the owner's listener posts kube-scheduler's
+    # binds, the worker's Celery tasks the others.
+    ("dashboard/binding.py", "create_namespaced_pod_binding"):
+        ({"owner", "worker"}, ("pods/binding", {"create"})),
+    ("dashboard/binding.py", "read_namespaced_pod"): ({"owner", "worker"}, ("pods", {"get"})),
     ("dashboard/pools/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
     # Only under `manage.py up` with the simulated cluster: the stand-in for kube-scheduler
     # (SCHEDVIEW_SCHEDULE_PERIOD, unset in the manifests; in a cluster kube-scheduler
     # itself deletes preemption's victims) and the demo's scenes.
-    ("dashboard/extender/standin.py", "list_pod_for_all_namespaces"): (set(), None),
-    ("dashboard/extender/standin.py", "list_node"): (set(), None),
     ("dashboard/extender/standin.py", "delete_namespaced_pod"): (set(), None),
+    ("dashboard/extender/standin.py", "patch_namespaced_pod_status"): (set(), None),
     ("dashboard/demo_scenes.py", "list_node"): (set(), None),
     ("dashboard/demo_scenes.py", "list_pod_for_all_namespaces"): (set(), None),
     ("dashboard/demo_scenes.py", "create_namespaced_pod"): (set(), None),
@@ -94,7 +95,7 @@ def test_the_table_reads_the_code_it_describes():
     """The scan finds the claimer's raw PATCH and the Binding call (it can fail)."""
     found = calls_in_source()
     assert ("dashboard/pools/claimer.py", "PATCH pods") in found
-    assert ("dashboard/tasks.py", "create_namespaced_pod_binding") in found
+    assert ("dashboard/binding.py", "create_namespaced_pod_binding") in found
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
