@@ -327,6 +327,10 @@ if SCHEDVIEW_SCHEDULE_PERIOD > 0:
     CELERY_BEAT_SCHEDULE["schedule-pending"] = {
         "task": "dashboard.tasks.schedule_pending", "schedule": SCHEDVIEW_SCHEDULE_PERIOD,
         "options": {"expires": SCHEDVIEW_SCHEDULE_PERIOD * 0.9}}
+# The stand-in keeps kube-scheduler's per-pod backoff in its process: one worker process
+# of its own (`celery worker -Q standin -P solo`, which `manage.py up` starts) runs it all.
+STANDIN_QUEUE = "standin"
+CELERY_TASK_ROUTES = {"dashboard.tasks.schedule_pending": {"queue": STANDIN_QUEUE}}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]

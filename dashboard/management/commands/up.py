@@ -147,6 +147,10 @@ class Command(BaseCommand):
                 supervisor.start(manage("pools", "pools", *(
                     () if "SCHEDVIEW_KUBECONFIG" in os.environ else ("--demand", DEMO_DEMAND))))
                 supervisor.start(celery("worker", "worker"))
+                # (the environment, not settings: set above, after settings were read)
+                if float(os.environ.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0:
+                    supervisor.start(celery("standin", "worker", "-Q", settings.STANDIN_QUEUE,
+                                            "-P", "solo", "-n", "standin@%h"))
                 supervisor.start(celery("beat", "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port))
