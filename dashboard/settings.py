@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",  # thousands separators (intcomma) on every page
     "channels",
     "django_htmx",
     "template_partials",

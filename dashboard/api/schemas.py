@@ -57,7 +57,8 @@ ACTION_ERRORS = {400: ValidationErrorOut, 401: ErrorOut, 403: ErrorOut, 404: Err
 
 class PageInfo(Schema):
     count: int = Field(description="items matching, on every page")
-    page: int = Field(description="this page's number (a page past the last gives the last)")
+    page: int = Field(description="this page's number (pods: a page number past the last "
+                                  "is a 400; nodes and statuses: it gives the last)")
     pages: int
     per_page: int
     next_page: int | None = Field(description="the next page's number, null on the last")
@@ -91,12 +92,21 @@ POD_EXAMPLE = {"uid": "5a1c7e0e-6b0b-4c1e-9d51-7b1f2f0c9a10", "namespace": "team
 
 class PodPageOut(PageInfo):
     count_capped: bool = Field(
-        description="more pods match than are counted: `count` is a lower bound and the "
-                    "pages stop there; narrow the filters to reach the rest")
+        description="always false: `count` is exact (kept for tools written when the "
+                    "count stopped at 1,000)")
+    first: int = Field(description="the position of the first item among all that match "
+                                   "(1-based; 0 when there are none)")
+    next_cursor: str | None = Field(
+        description="`cursor` for the page after this one; null on the last")
+    prev_cursor: str | None = Field(
+        description="`cursor` for the page before this one; null on the first")
+    last_cursor: str = Field(description="`cursor` for the last page")
     items: list[PodOut]
-    model_config = example({"count": 1, "count_capped": False, "page": 1, "pages": 1,
-                            "per_page": 50,
-                            "next_page": None, "items": [POD_EXAMPLE]})
+    model_config = example({"count": 120, "count_capped": False, "page": 1, "pages": 3,
+                            "per_page": 50, "first": 1, "next_page": 2,
+                            "next_cursor": "WyJhZnRlciIsIm5hbWUiLFsidGVhbS1hIiwid2ViLTdmOWMiXV0",
+                            "prev_cursor": None, "last_cursor": "WyJiZWZvcmUiLCJuYW1lIixudWxsXQ",
+                            "items": [POD_EXAMPLE]})
 
 
 class TransitionOut(Schema):
