@@ -19,8 +19,9 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from dashboard.consumers import (EventsConsumer, NodeDetailConsumer, NodesConsumer,  # noqa: E402
-                                 OverviewConsumer, SnapshotConsumer, ZonesConsumer)
+from dashboard.consumers import (EventsConsumer, HeatMapConsumer,  # noqa: E402
+                                 NodeDetailConsumer, NodesConsumer, OverviewConsumer,
+                                 SnapshotConsumer, ZonesConsumer)
 from dashboard.pod_consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
 from dashboard.pools.consumer import PoolsConsumer  # noqa: E402
 from dashboard.extender.consumer import StatusesConsumer  # noqa: E402
@@ -29,6 +30,7 @@ websocket_routes = [
     path("ws/overview/", OverviewConsumer.as_asgi()),
     path("ws/nodes/", NodesConsumer.as_asgi()),
     path("ws/nodes/<str:name>/", NodeDetailConsumer.as_asgi()),
+    path("ws/heatmap/", HeatMapConsumer.as_asgi()),
     path("ws/zones/", ZonesConsumer.as_asgi()),
     path("ws/snapshot/", SnapshotConsumer.as_asgi()),
     path("ws/events/", EventsConsumer.as_asgi()),
