@@ -136,7 +136,15 @@ class NodePod:
     state: str
     binding_finished: bool
     milli_cpu: int
-    memory_mib: int
+    memory: int
+
+    @property
+    def cpu(self) -> str:
+        return read_model.cpu_text(self.milli_cpu)
+
+    @property
+    def memory_text(self) -> str:
+        return read_model.memory_text(self.memory)
 
 
 @dataclass(frozen=True)
@@ -194,7 +202,7 @@ def node_detail(name: str, owner: OwnerStatus | None = None,
     on_node = PodRecord.objects.filter(node=name, state__in=ON_NODE)
     states = dict(on_node.order_by().values_list("state").annotate(n=Count("*")))
     pods = [NodePod(p.uid, p.namespace, p.name, p.state, p.binding_finished, p.milli_cpu,
-                    p.memory // 2**20)
+                    p.memory)
             for p in on_node.order_by("namespace", "name").only(
                 "uid", "namespace", "name", "state", "binding_finished", "milli_cpu",
                 "memory")[:NODE_PODS_SHOWN]]

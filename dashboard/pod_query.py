@@ -29,7 +29,7 @@ from django.db.models import BooleanField, Count
 from django.db.models.expressions import RawSQL
 
 from dashboard.models import PodRecord, PodState
-from dashboard.read_model import STATES, ago
+from dashboard.read_model import STATES, ago, cpu_text, memory_text
 
 PER_PAGE = 50
 MAX_PER_PAGE = 500
@@ -37,7 +37,6 @@ MAX_PAGE = 1_000_000
 MAX_TEXT = 253                       # a Kubernetes name's limit
 STUCK_AFTER = timedelta(minutes=2)   # assumed this long with its bind unfinished: stuck
 MAX_CURSOR = 2000                    # a cursor holds at most a few names and a uid
-MIB = 1024**2
 
 # sort key -> ORDER BY columns, ascending; "-key" reverses every column. uid breaks ties
 # so pages never overlap.
@@ -123,7 +122,7 @@ class PodFilters:
         """The filtered, sorted queryset of PodRecords (only the columns rows print)."""
         records = PodRecord.objects.only(
             "uid", "namespace", "name", "state", "node", "zone", "binding_finished",
-            "deadline", "milli_cpu", "memory", "priority", "changed_at")
+            "deadline", "milli_cpu", "memory", "scalar_resources", "priority", "changed_at")
         for name in ("state", "namespace", "node", "zone"):
             if getattr(self, name):
                 records = records.filter(**{name: getattr(self, name)})
@@ -157,6 +156,7 @@ class PodRow:
     zone: str
     milli_cpu: int
     memory: int
+    scalar_resources: dict      # extended resources requested (GPUs), name -> amount
     priority: int
     binding_finished: bool
     deadline: float | None      # epoch seconds an assumed pod whose bind finished expires
@@ -167,11 +167,16 @@ class PodRow:
 
     @property
     def cpu(self) -> str:
-        return f"{self.milli_cpu}m" if self.milli_cpu else ""
+        return cpu_text(self.milli_cpu)
 
     @property
     def memory_text(self) -> str:
-        return f"{self.memory / MIB:.0f} MiB" if self.memory else ""
+        return memory_text(self.memory)
+
+    @property
+    def extended(self) -> list[tuple[str, int]]:
+        """(name, amount) of the extended resources it requests, by name."""
+        return sorted((self.scalar_resources or {}).items())
 
     @property
     def assumed(self) -> bool:
@@ -200,7 +205,8 @@ def pod_row(record: PodRecord, now: float) -> PodRow:
              and now - changed.timestamp() > STUCK_AFTER.total_seconds())
     return PodRow(uid=record.uid, namespace=record.namespace, name=record.name,
                   state=record.state, node=record.node, zone=record.zone,
-                  milli_cpu=record.milli_cpu, memory=record.memory, priority=record.priority,
+                  milli_cpu=record.milli_cpu, memory=record.memory,
+                  scalar_resources=record.scalar_resources, priority=record.priority,
                   binding_finished=record.binding_finished, deadline=record.deadline,
                   changed_at=changed, changed_ago=max(0.0, now - changed.timestamp()),
                   expires_in=record.deadline - now if bound else None,
