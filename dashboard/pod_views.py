@@ -12,11 +12,12 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from dashboard import actions
+from dashboard import actions, read_model
 from dashboard.action_preview import preview
 from dashboard.api.auth import ACT_PERMISSION
 from dashboard.feed.commands import CommandError
 from dashboard.pod_history import pod_history
+from dashboard.pod_spec import pod_spec
 from dashboard.pod_query import (PER_PAGE, SORT_CHOICES, STATES, BadFilter, PodFilters,
                                  namespaces, pod_row, query_pods)
 from dashboard.views import render_page
@@ -118,7 +119,10 @@ def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
     if context is None:
         return _missing(request, uid)
     done = request.GET.get("done")
+    owner = read_model.owner_status()
+    spec, spec_note = pod_spec(uid, owner.live)
     context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
+                   owner=owner, spec=spec, spec_note=spec_note,
                    can_act=request.user.has_perm(ACT_PERMISSION),
                    actions=[(name, words) for name, (_, words, _) in ACTIONS.items()])
     return render_page(request, "dashboard/pod_detail.html", "pod-live", context, status=status)

@@ -113,7 +113,7 @@ def test_a_nodes_page_shows_its_aggregates_ports_and_pods(viewer_client):
     assert '<a href="/pods/p-assumed/">p-assumed</a>' in html
     assert '<a href="/pods/p-added/">p-added</a>' in html
     assert "p-expired" not in html and "p-elsewhere" not in html
-    assert "500m" in html and "512 MiB" in html
+    assert "0.5 cores" in html and "512 MiB" in html
     assert "3 images; their names come from the cache owner: no live owner to list them." in html
     assert 'ws-connect="/ws/nodes/n1/"' in html
     assert '<a href="/events/?node=n1">' in html

@@ -218,7 +218,7 @@ def test_the_confirmation_shows_the_node_before_and_after_and_changes_nothing(op
     html = response.content.decode()
     assert '<button type="submit" id="confirm" name="confirm" value="yes">Forget</button>' in html
     assert re.search(r"Pods</th><td class=\"num\">3</td><td class=\"num\">2</td>", html)
-    assert re.search(r"Requested CPU</th><td class=\"num\">1500m</td><td class=\"num\">1000m",
+    assert re.search(r"Requested CPU</th><td class=\"num\">1.5 cores</td><td class=\"num\">1 core",
                      html)
     assert "Node n1: before and after" in html
     assert PodRecord.objects.get(uid="a1").state == "Assumed"
