@@ -19,7 +19,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from dashboard.consumers import (EventsConsumer, HeatMapConsumer,  # noqa: E402
+from dashboard.consumers import (EventsConsumer, HeaderConsumer, HeatMapConsumer,  # noqa: E402
                                  NodeDetailConsumer, NodesConsumer, OverviewConsumer,
                                  SnapshotConsumer, ZonesConsumer)
 from dashboard.pod_consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
@@ -27,6 +27,7 @@ from dashboard.pools.consumer import PoolsConsumer  # noqa: E402
 from dashboard.extender.consumer import StatusesConsumer  # noqa: E402
 
 websocket_routes = [
+    path("ws/header/", HeaderConsumer.as_asgi()),
     path("ws/overview/", OverviewConsumer.as_asgi()),
     path("ws/nodes/", NodesConsumer.as_asgi()),
     path("ws/nodes/<str:name>/", NodeDetailConsumer.as_asgi()),

@@ -82,6 +82,18 @@ class OverviewConsumer(LiveConsumer):
                                 {"overview": read_model.overview()})
 
 
+class HeaderConsumer(LiveConsumer):
+    """The header's owner badge on every page: its sequence number moves with each flush.
+    One render serves every page open in the process (they all show the same)."""
+
+    def shared_key(self):
+        return "header"
+
+    def render(self) -> str:
+        return render_to_string("dashboard/components.html#owner-source",
+                                {"owner": read_model.owner_status()})
+
+
 def _query(scope) -> dict:
     """The socket URL's query string, one value a name (the last)."""
     return {key: values[-1]

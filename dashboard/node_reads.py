@@ -167,6 +167,10 @@ class NodeDetail:
     pods: list[NodePod]
     pod_count: int
     pod_states: list[tuple[str, int]]
+    labels: dict
+    taints: list[dict]            # {key, value, effect}
+    conditions: list[dict]        # {type, status, reason, message, lastTransitionTime}
+    unschedulable: bool
 
     @property
     def more_pods(self) -> int:
@@ -215,7 +219,9 @@ def node_detail(name: str, owner: OwnerStatus | None = None,
         host_ports=[tuple(entry) for entry in record.host_ports],
         image_count=record.images, images=images, images_note=note,
         pods=pods, pod_count=sum(states.values()),
-        pod_states=[(state.value, states.get(state, 0)) for state in ON_NODE])
+        pod_states=[(state.value, states.get(state, 0)) for state in ON_NODE],
+        labels=dict(sorted(record.labels.items())), taints=record.taints,
+        conditions=record.conditions, unschedulable=record.unschedulable)
 
 
 # --- the zone tree --------------------------------------------------------------------------

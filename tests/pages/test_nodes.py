@@ -189,3 +189,17 @@ def test_resources_leave_out_what_the_node_neither_has_nor_is_asked_for():
     labels = [label for label, _ in node_reads.resources(record)]
     assert labels == ["CPU", "Memory", "Pods"]
     assert re.fullmatch(node_reads.NODE_NAME, "ip-10-0-0-1.ec2.internal")
+
+
+def test_a_nodes_page_shows_its_labels_taints_and_conditions(viewer_client):
+    node("g1", labels={"pool": "gpu", "kubernetes.io/os": "linux"}, unschedulable=True,
+         taints=[{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+         conditions=[{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                      "message": "container runtime is down"}])
+    _, html = get(viewer_client, "/nodes/g1/")
+    assert '<code class="label">nvidia.com/gpu:NoSchedule</code>' in html
+    assert ('<a href="/nodes/?label=pool%3Dgpu"><code class="label">pool=gpu</code></a>'
+            in html)
+    assert "cordoned (unschedulable)" in html
+    assert re.search(r"<th scope=\"row\">Ready</th><td>False</td><td>KubeletNotReady</td>"
+                     r"<td class=\"wrap\">container runtime is down</td>", html)

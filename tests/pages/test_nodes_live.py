@@ -153,3 +153,14 @@ async def test_the_heat_map_gets_the_cells_that_moved_and_its_legend(redis_url, 
         html = await ws.receive_from(timeout=WAIT)
         assert html.strip().startswith('<div id="heat-body">') and 'id="heat-n3"' in html
     assert await refused("/ws/heatmap/?metric=disk", ws_headers) == BAD_INPUT
+
+
+@pytest.mark.asyncio
+async def test_the_headers_sequence_number_follows_the_owner(redis_url, ws_headers):
+    await database_sync_to_async(report_owner)(seq=41)
+    async with socket("/ws/header/", ws_headers) as ws:
+        await database_sync_to_async(report_owner)(seq=42)
+        await flush([event(42)])
+        html = await ws.receive_from(timeout=WAIT)
+        assert html.strip().startswith('<p class="source" id="owner-source">')
+        assert "seq 42" in html
