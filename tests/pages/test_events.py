@@ -118,3 +118,12 @@ def test_catching_up_returns_what_came_after_a_cursor():
     assert ([r.seq for r in rows], more) == ([1, 3], True)
     rows, top, _ = event_reads.events_between(web, 4, before=8)
     assert ([r.seq for r in rows], top) == ([5, 7], 7)
+
+
+def test_a_forget_is_named_as_the_pods_timeline_names_it(viewer_client):
+    transition(1, "pod_forgotten", key="uid-f", namespace="web", node="n1", cause="bind",
+               from_state="Assumed", to_state="Initial")
+    _, events = get(viewer_client, "/events/")
+    _, timeline = get(viewer_client, "/pods/uid-f/")
+    assert "Assumed → Forgotten" in events and "Assumed → Initial" not in events
+    assert "Assumed → Forgotten" in timeline
