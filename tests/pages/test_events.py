@@ -73,7 +73,7 @@ def test_a_filter_that_can_match_nothing_is_refused(viewer_client, query, says):
     some_history()
     _, html = get(viewer_client, f"/events/?{query}", status=400)
     assert says in unescape(html) and 'class="error"' in html
-    assert "ws-connect" not in html and "<tr id=\"event-" not in html
+    assert "ws-connect=\"/ws/events/" not in html and "<tr id=\"event-" not in html
 
 
 def test_the_page_shows_the_newest_hundred(viewer_client, monkeypatch):

@@ -169,7 +169,7 @@ def test_the_owner_refuses_an_unknown_node():
 def test_bad_or_unknown_names_get_a_page_that_says_so(viewer_client, url, status, says):
     node("n1")
     _, html = get(viewer_client, url, status=status)
-    assert says in unescape(html) and 'class="error"' in html and "ws-connect" not in html
+    assert says in unescape(html) and 'class="error"' in html and "ws-connect=\"/ws/nodes/" not in html
 
 
 def test_pages_need_a_login(client):
