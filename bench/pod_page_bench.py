@@ -91,7 +91,7 @@ def bench_heat_map(client, requests):
             (zone, [heatmap.HeatCell(c.name, (c.percent or 0) + (i % 10 == 0), "cpu")
                     for i, c in enumerate(cells)]) for zone, cells in before.zones]))
         render_to_string("dashboard/heatmap.html#heat-changes",
-                         dict(heatmap_context("cpu", before), cells=changed))
+                         dict(heatmap_context("cpu", before), cells_html=heatmap.cells_html(changed)))
 
     def page():
         response = client.get("/heatmap/?metric=cpu")

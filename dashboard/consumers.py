@@ -178,7 +178,7 @@ class HeatMapConsumer(LiveConsumer):
         if changed is None:
             return render_to_string("dashboard/heatmap.html#heat-body", context)
         return render_to_string("dashboard/heatmap.html#heat-changes",
-                                dict(context, cells=changed))
+                                dict(context, cells_html=heatmap.cells_html(changed)))
 
 
 class NodeDetailConsumer(LiveConsumer):

@@ -5,7 +5,6 @@ They show the read model the cache owner writes (`dashboard.read_model`,
 `node_reads`, `snapshot_reads`, `event_reads`). Bad input gets the page with
 what was wrong (400), an unknown node its page saying so (404)."""
 from django.shortcuts import render
-from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from dashboard import (event_reads, heatmap, node_query, node_reads, read_model,
@@ -85,8 +84,7 @@ _METRICS = [(metric, heatmap.NOUNS[metric]) for metric in heatmap.NOUNS]
 def heatmap_context(metric: str, map_=None) -> dict:
     """What heatmap.html prints for `metric` (its map, when already read)."""
     map_ = map_ if map_ is not None else heatmap.heat_map(metric)
-    return {"map": map_, "metric": metric, "metrics": _METRICS,
-            "noun": heatmap.NOUNS[metric], "nodes_url": reverse("nodes")}
+    return {"map": map_, "metric": metric, "metrics": _METRICS, "noun": heatmap.NOUNS[metric]}
 
 
 @require_GET

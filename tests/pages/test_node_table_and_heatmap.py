@@ -102,3 +102,8 @@ def test_a_push_sends_only_the_cells_that_moved_and_redraws_when_nodes_come():
     assert heatmap.changes(after, after) == []
     node("a3")
     assert heatmap.changes(after, heat_map("cpu")) is None
+
+
+def test_a_cells_name_is_escaped():
+    html = heatmap.cells_html([heatmap.HeatCell('n"><script>', 5.0, "cpu")])
+    assert "<script>" not in html and 'id="heat-n&quot;&gt;&lt;script&gt;"' in html
