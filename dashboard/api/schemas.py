@@ -49,8 +49,10 @@ class ValidationErrorOut(ErrorOut):
                             "detail": ["page: Input should be greater than or equal to 1"]})
 
 
-# The errors every operation may answer, documented once.
-READ_ERRORS = {400: ValidationErrorOut, 401: ErrorOut}
+# The errors every operation may answer, documented once: every operation needs a caller
+# (401); those that take input refuse bad input (400).
+AUTH_ERRORS = {401: ErrorOut}
+READ_ERRORS = {400: ValidationErrorOut, **AUTH_ERRORS}
 ACTION_ERRORS = {400: ValidationErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut,
                  409: ErrorOut, 502: ErrorOut, 503: ErrorOut}
 
