@@ -5,14 +5,14 @@ same nodes for the same query string and refuse the same bad input. The utilisat
 filters and sorts read NodeRecord's percentage columns, which the owner computes once
 per changed node, so 5,000 nodes are sorted by CPU use in SQL, not in Python.
 """
-from dataclasses import dataclass, fields
-from urllib.parse import urlencode
+from dataclasses import dataclass
 
 from django.db.models import F, TextField
 from django.db.models.functions import Cast
 from django.db.models.fields.json import KeyTransform
 
 from dashboard.models import NodeRecord
+from dashboard.query_params import query_string, texts, whole_number
 
 MAX_TEXT = 316            # a qualified label key (253 prefix + "/" + 63 name) or a value
 RESOURCES = {"cpu": "cpu_percent", "memory": "memory_percent", "gpu": "gpu_percent"}
@@ -39,20 +39,8 @@ class NodeFilters:
 
     @classmethod
     def parse(cls, params) -> "NodeFilters":
-        values = {}
-        for name in ("zone", "label", "taint", "use", "sort"):
-            value = params.get(name)
-            if value in (None, ""):
-                continue
-            if not isinstance(value, str):
-                raise BadNodeFilter(f"{name}: expected text")
-            value = value.strip()
-            if len(value) > MAX_TEXT:
-                raise BadNodeFilter(f"{name}: at most {MAX_TEXT} characters")
-            if any(ord(c) < 32 or ord(c) == 127 for c in value):
-                raise BadNodeFilter(f"{name}: control characters are not allowed")
-            if value:
-                values[name] = value
+        values = texts(params, ("zone", "label", "taint", "use", "sort"), MAX_TEXT,
+                       BadNodeFilter)
         if values.get("use", "cpu") not in RESOURCES:
             raise BadNodeFilter(f"use: one of {', '.join(RESOURCES)}")
         if values.get("sort", "name") not in SORT_CHOICES:
@@ -60,17 +48,13 @@ class NodeFilters:
                                 f"one of {', '.join(SORT_CHOICES)}")
         if values.get("label", "x").startswith("="):
             raise BadNodeFilter("label: a key, or key=value")
-        values["above"] = _number(params, "above", 0, 0, 1000)
-        values["page"] = _number(params, "page", 1, 1, 1_000_000)
+        values["above"] = whole_number(params, "above", 0, 0, 1000, BadNodeFilter)
+        values["page"] = whole_number(params, "page", 1, 1, 1_000_000, BadNodeFilter)
         return cls(**values)
 
     def query(self, **changes) -> str:
         """The query string of these filters with `changes`, defaults left out."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        defaults = NodeFilters()
-        return urlencode({name: value for name, value in values.items()
-                          if value is not None and value != getattr(defaults, name)})
+        return query_string(self, **changes)
 
     @property
     def active(self) -> bool:
@@ -97,16 +81,3 @@ class NodeFilters:
         order = (column.desc(nulls_last=True) if self.sort.startswith("-")
                  else column.asc(nulls_last=True))
         return records.order_by(order, "name")
-
-
-def _number(params, name, default, low, high) -> int:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise BadNodeFilter(f"{name}: expected a whole number, got {str(raw)[:40]!r}") from None
-    if not low <= value <= high:
-        raise BadNodeFilter(f"{name}: between {low} and {high}")
-    return value

@@ -16,12 +16,11 @@ an index range rather than an offset that reads every row before it. Page number
 for older tools (an offset; one past the last is refused).
 """
 import base64
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 import json
 import time
-from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
 from django.db import connections
@@ -29,6 +28,7 @@ from django.db.models import BooleanField, Count
 from django.db.models.expressions import RawSQL
 
 from dashboard.models import PodRecord, PodState
+from dashboard.query_params import query_string, texts, whole_number
 from dashboard.read_model import STATES, ago, cpu_text, memory_text
 
 PER_PAGE = 50
@@ -72,28 +72,17 @@ class PodFilters:
     @classmethod
     def parse(cls, params) -> "PodFilters":
         """From a QueryDict or a dict of strings (unknown keys ignored, empty means unset)."""
-        values = {}
-        for name in ("state", "namespace", "node", "zone", "q", "sort"):
-            value = params.get(name)
-            if value is None or value == "":
-                continue
-            if not isinstance(value, str):
-                raise BadFilter(f"{name}: expected text")
-            value = value.strip()
-            if len(value) > MAX_TEXT:
-                raise BadFilter(f"{name}: at most {MAX_TEXT} characters")
-            if any(ord(c) < 32 or ord(c) == 127 for c in value):
-                raise BadFilter(f"{name}: control characters are not allowed")
-            if value:
-                values[name] = value
+        values = texts(params, ("state", "namespace", "node", "zone", "q", "sort"), MAX_TEXT,
+                       BadFilter)
         if values.get("state", STATES[0]) not in STATES:
             raise BadFilter(f"state: unknown state {values['state']!r}, "
                             f"one of {', '.join(STATES)}")
         if values.get("sort", "name") not in SORT_CHOICES:
             raise BadFilter(f"sort: unknown sort {values['sort']!r}, "
                             f"one of {', '.join(SORT_CHOICES)}")
-        values["page"] = _number(params, "page", 1, MAX_PAGE)
-        values["per_page"] = _number(params, "per_page", PER_PAGE, MAX_PER_PAGE)
+        values["page"] = whole_number(params, "page", 1, 1, MAX_PAGE, BadFilter)
+        values["per_page"] = whole_number(params, "per_page", PER_PAGE, 1, MAX_PER_PAGE,
+                                          BadFilter)
         cursor = params.get("cursor")
         if cursor:
             if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR:
@@ -107,11 +96,7 @@ class PodFilters:
     def query(self, **changes) -> str:
         """The query string of these filters with `changes`, defaults left out:
         `query(page=None)` is what a pager or a sort link appends its own key to."""
-        values = {f.name: getattr(self, f.name) for f in fields(self)}
-        values.update(changes)
-        defaults = PodFilters()
-        return urlencode({name: value for name, value in values.items()
-                          if value is not None and value != getattr(defaults, name)})
+        return query_string(self, **changes)
 
     @property
     def active(self) -> bool:
@@ -131,19 +116,6 @@ class PodFilters:
         descending = self.sort.startswith("-")
         columns = SORTS[self.sort.lstrip("-")]
         return records.order_by(*(f"-{c}" if descending else c for c in columns))
-
-
-def _number(params, name, default, limit) -> int:
-    raw = params.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise BadFilter(f"{name}: expected a whole number, got {str(raw)[:40]!r}") from None
-    if not 1 <= value <= limit:
-        raise BadFilter(f"{name}: between 1 and {limit}")
-    return value
 
 
 @dataclass(frozen=True)
