@@ -76,6 +76,8 @@ class PodOut(Schema):
     zone: str
     milli_cpu: int = Field(description="requested CPU, millicores")
     memory: int = Field(description="requested memory, bytes")
+    scalar_resources: dict[str, int] = Field(
+        description="extended resources requested, e.g. {\"nvidia.com/gpu\": 64}")
     priority: int
     binding_finished: bool = Field(description="assumed pods: the bind call returned")
     deadline: float | None = Field(
@@ -87,7 +89,8 @@ class PodOut(Schema):
 
 POD_EXAMPLE = {"uid": "5a1c7e0e-6b0b-4c1e-9d51-7b1f2f0c9a10", "namespace": "team-a",
                "name": "web-7f9c", "state": "Assumed", "node": "node-0003", "zone": "zone-b",
-               "milli_cpu": 250, "memory": 268435456, "priority": 0, "binding_finished": True,
+               "milli_cpu": 250, "memory": 268435456, "scalar_resources": {}, "priority": 0,
+               "binding_finished": True,
                "deadline": 1763812345.5, "expires_in": 12.4, "stuck": False,
                "changed_at": "2026-11-22T11:52:13.120Z"}
 
@@ -181,6 +184,12 @@ class NodePageOut(PageInfo):
                             "next_page": None, "items": [NODE_EXAMPLE]})
 
 
+class TaintOut(Schema):
+    key: str
+    value: str
+    effect: str
+
+
 class HostPortOut(Schema):
     ip: str
     protocol: str
@@ -188,10 +197,18 @@ class HostPortOut(Schema):
 
 
 class NodeDetailOut(NodeOut):
+    labels: dict[str, str]
+    taints: list[TaintOut]
+    conditions: list[dict[str, str]] = Field(
+        description="type, status, reason, message, lastTransitionTime (those present)")
+    unschedulable: bool = Field(description="cordoned")
     host_ports: list[HostPortOut]
     pods_by_state: dict[str, int] = Field(description="the read model's pods on it, by state")
     changed_at: datetime
-    model_config = example({**NODE_EXAMPLE, "host_ports": [
+    model_config = example({**NODE_EXAMPLE, "labels": {"kubernetes.io/os": "linux"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        "unschedulable": False, "host_ports": [
         {"ip": "0.0.0.0", "protocol": "TCP", "port": 8080}],
         "pods_by_state": {"Assumed": 2, "Added": 15}, "changed_at": "2026-11-22T11:52:13Z"})
 

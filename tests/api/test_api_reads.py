@@ -251,3 +251,18 @@ def test_bad_event_queries_are_400(api, query):
     else:
         error_of(response, 400)
     assert Transition.objects.count() == 1
+
+
+def test_a_node_has_its_labels_taints_and_conditions_and_a_pod_its_gpus(api):
+    node_record("gpu-1", labels={"pool": "gpu"}, unschedulable=True,
+                taints=[{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+                conditions=[{"type": "Ready", "status": "True"}])
+    pod_record("job", state="Pending", node="", milli_cpu=1000, memory=4 << 30,
+               scalar_resources={"nvidia.com/gpu": 64})
+    body = api.get("/api/v1/nodes/gpu-1").json()
+    assert (body["labels"], body["taints"], body["conditions"], body["unschedulable"]) == (
+        {"pool": "gpu"}, [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+        [{"type": "Ready", "status": "True"}], True)
+    job = api.get("/api/v1/pods?state=Pending").json()["items"][0]
+    assert (job["milli_cpu"], job["memory"], job["scalar_resources"]) == (
+        1000, 4 << 30, {"nvidia.com/gpu": 64})
