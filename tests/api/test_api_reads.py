@@ -266,3 +266,18 @@ def test_a_node_has_its_labels_taints_and_conditions_and_a_pod_its_gpus(api):
     job = api.get("/api/v1/pods?state=Pending").json()["items"][0]
     assert (job["milli_cpu"], job["memory"], job["scalar_resources"]) == (
         1000, 4 << 30, {"nvidia.com/gpu": 64})
+
+
+def test_the_node_list_filters_and_sorts_as_the_nodes_page(api):
+    node_record("n1", labels={"pool": "web"}, cpu_percent=90.0)
+    node_record("n2", labels={"pool": "gpu"}, cpu_percent=20.0, gpu_percent=50.0,
+                taints=[{"key": "gpu", "value": "", "effect": "NoSchedule"}])
+    node_record("n3", cpu_percent=55.0)
+    assert names(api.get("/api/v1/nodes?sort=-cpu")) == ["n1", "n3", "n2"]
+    assert names(api.get("/api/v1/nodes?label=pool")) == ["n1", "n2"]
+    assert names(api.get("/api/v1/nodes?label=pool%3Dgpu")) == ["n2"]
+    assert names(api.get("/api/v1/nodes?taint=noschedule")) == ["n2"]
+    assert names(api.get("/api/v1/nodes?use=cpu&above=50")) == ["n1", "n3"]
+    assert names(api.get("/api/v1/nodes?use=gpu&above=1")) == ["n2"]
+    assert "label: a key" in error_of(api.get("/api/v1/nodes?label=%3Dx"), 400)
+    assert "use" in error_of(api.get("/api/v1/nodes?use=disk"), 400)
