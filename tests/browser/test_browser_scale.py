@@ -7,7 +7,7 @@ outside the tests' transactions, and deleted afterwards), as the owner would hav
 them for a cluster that size; the stack's own owner writes only its small cluster's rows
 and never touches these (it prunes other owners' rows once, right after its first sync).
 """
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 import re
 import time
 
