@@ -2,7 +2,8 @@
 web process serves, and REST latency of the pod list.
 
     .venv/bin/python bench/ui_bench.py [--churn 1000] [--viewers 25,50,100,200]
-                                       [--rest-pods 150000] [--parts browser,viewers,rest]
+                                       [--rest-pods 150000] [--heat-nodes 5000]
+                                       [--parts browser,viewers,scale,rest]
 
 Real processes, started as the live tests start them (tests/live/livestack.py), as
 `manage.py up` runs them: the simulated cluster (churning `--churn`
@@ -18,9 +19,15 @@ database (else a fresh SQLite file), migrated here.
 2. viewers: N plain websocket clients (aiohttp, a session cookie) on those pods' sockets,
    for each N in `--viewers`; the same transitions, the same delay per viewer and pod,
    and how many never arrived before the pod's next transition.
-3. rest: `--rest-pods` read-model rows inserted directly (after the owner stopped, so it
-   does not prune them), then GET /api/v1/pods with filters, sorts and pages over HTTP
-   with a bearer token, one keep-alive connection; the rows are deleted afterwards.
+3. scale: while the cluster churns, `--rest-pods` read-model pods and `--heat-nodes`
+   node rows are inserted beside the cluster's own (stamped with the running owner's
+   epoch, so it keeps them), then over HTTP as a logged-in browser: the pods page's last
+   page (by cursor, all pods and one state), the heat map at every node, and a websocket
+   viewer of the heat map (pushes a second, their size); p50/p99 of each.
+4. rest: `--rest-pods` read-model rows inserted directly (after the owner stopped, so it
+   does not prune them), then GET /api/v1/pods with filters, sorts and pages (the last
+   page by cursor among them) over HTTP with a bearer token, one keep-alive connection;
+   the rows are deleted afterwards.
 Figures are printed, nothing is asserted.
 """
 import argparse
@@ -308,9 +315,88 @@ async def bench_viewers_at(web, cookie, uids, node, viewers, count, period):
     delays.report(f"{viewers} viewers")
 
 
-# --- 3. REST ---------------------------------------------------------------------------------
-def fill_read_model(count):
-    """`count` PodRecords spread over namespaces, nodes, zones and states."""
+# --- 3. scale ---------------------------------------------------------------------------------
+def fill_nodes(count, epoch):
+    """`count` NodeRecords beside the cluster's, with spread use of CPU, memory and GPUs."""
+    from dashboard.models import NodeRecord
+    rng = random.Random(5)
+    NodeRecord.objects.bulk_create(
+        (NodeRecord(name=f"bench-node-{i:04d}", zone=f"zone-{i % 5}", tree_index=100_000 + i,
+                    cpu_percent=round(rng.uniform(0, 100), 1),
+                    memory_percent=round(rng.uniform(0, 100), 1),
+                    gpu_percent=round(rng.uniform(0, 100), 1) if i % 8 == 0 else None,
+                    owner_epoch=epoch) for i in range(count)), batch_size=2000)
+
+
+def timed_gets(http, paths, headers, rounds) -> list[float]:
+    timings = []
+    for i in range(rounds + len(paths)):
+        path = paths[i % len(paths)]
+        started = time.perf_counter()
+        response = http.request("GET", path, headers=headers)
+        elapsed = time.perf_counter() - started
+        if response.status != 200:
+            raise SystemExit(f"{path}: {response.status} {response.data[:300]!r}")
+        if i >= len(paths):     # the first round warms connections and caches
+            timings.append(elapsed)
+    return timings
+
+
+async def heat_map_pushes(web, cookie, seconds):
+    """(pushes, bytes) one heat map viewer got over `seconds`."""
+    import aiohttp
+    sizes = []
+    headers = {"Origin": web, "Cookie": f"sessionid={cookie}"}
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(web.replace("http://", "ws://") + "/ws/heatmap/",
+                                      headers=headers, heartbeat=None) as ws:
+            deadline = time.monotonic() + seconds
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    msg = await ws.receive(timeout=left)
+                except asyncio.TimeoutError:
+                    break
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    sizes.append(len(msg.data))
+    return sizes[1:]    # the first is the push on connect (the whole map)
+
+
+def bench_scale(web, cookie, pods, nodes, requests):
+    import urllib3
+    from dashboard.models import NodeRecord, PodRecord
+    epoch = PodRecord.objects.order_by("-owner_epoch").values_list(
+        "owner_epoch", flat=True).first() or 0
+    started = time.perf_counter()
+    fill_read_model(pods, epoch)
+    fill_nodes(nodes, epoch)
+    line(f"{pods:,} pods and {nodes:,} nodes inserted", f"{time.perf_counter() - started:>6.1f} s")
+    http = urllib3.HTTPConnectionPool("127.0.0.1", int(web.rsplit(":", 1)[1]), maxsize=1)
+    headers = {"Cookie": f"sessionid={cookie}"}
+    try:
+        total, last = PodRecord.objects.count(), last_cursor()
+        for label, paths in [
+                (f"pods page, last page of all {total:,} pods (cursor)", [f"/pods/?cursor={last}"]),
+                ("pods page, last page of one state (cursor)",
+                 [f"/pods/?state=Added&cursor={last}"]),
+                (f"heat map, {NodeRecord.objects.count():,} nodes, CPU",
+                 ["/heatmap/?metric=cpu"]),
+                ("heat map, GPUs", ["/heatmap/?metric=gpu"])]:
+            timings = timed_gets(http, paths, headers, requests)
+            line(f"GET {label}: p50 / p99",
+                 f"{percentile(timings, 0.5) * 1000:>6.1f} / "
+                 f"{percentile(timings, 0.99) * 1000:>6.1f} ms")
+        sizes = asyncio.run(heat_map_pushes(web, cookie, 20.0))
+        line("heat map viewer: pushes a second, KB a push (median)",
+             f"{len(sizes) / 20:.1f}, {statistics.median(sizes) / 1024 if sizes else 0:.1f}")
+    finally:
+        PodRecord.objects.filter(uid__startswith="ui-bench-").delete()
+        NodeRecord.objects.filter(name__startswith="bench-node-").delete()
+
+
+# --- 4. REST ---------------------------------------------------------------------------------
+def fill_read_model(count, epoch=0):
+    """`count` PodRecords spread over namespaces, nodes, zones and states, stamped with the
+    owner `epoch` (a running owner keeps its own epoch's rows)."""
     from django.db import connection
     from dashboard.models import PodRecord, PodState
     rng = random.Random(4)
@@ -324,7 +410,7 @@ def fill_read_model(count):
             name=f"bench-pod-{i:07d}", node=node, zone=node and f"zone-{int(node[-4:]) % 5}",
             state=state, binding_finished=state == "Assumed" and rng.random() < 0.5,
             milli_cpu=rng.choice((100, 250, 500, 1000)), memory=rng.choice((1, 2, 4)) << 28,
-            priority=rng.choice((0, 0, 0, 1000))))
+            priority=rng.choice((0, 0, 0, 1000)), owner_epoch=epoch))
         if len(batch) == 5000:
             PodRecord.objects.bulk_create(batch)
             batch = []
@@ -333,7 +419,10 @@ def fill_read_model(count):
         cursor.execute(f"ANALYZE {PodRecord._meta.db_table}")
 
 
+# {last}: the last page's cursor in the default sort (see last_cursor)
 REST_QUERIES = [
+    "cursor={last}",
+    "state=Added&cursor={last}",
     "state=Added&page={page}",
     "state=Assumed&sort=-changed&page={page}",
     "namespace=bench-ns-{n:02d}&page={page}",
@@ -342,6 +431,12 @@ REST_QUERIES = [
     "zone=zone-{zone}&state=Added&page={page}",
     "q=pod-00{n:02d}&page=1",
 ]
+
+
+def last_cursor() -> str:
+    """The cursor of the last page in the default sort, as the pages' Last link has it."""
+    from dashboard.pod_query import encode_cursor
+    return encode_cursor("before", "name", None)
 
 
 def bench_rest(web, token, count, requests):
@@ -358,6 +453,7 @@ def bench_rest(web, token, count, requests):
         for i in range(requests + len(REST_QUERIES)):
             query = REST_QUERIES[i % len(REST_QUERIES)]
             path = "/api/v1/pods?" + query.format(page=rng.randint(1, 20), n=rng.randrange(50),
+                                                  last=last_cursor(),
                                                   node=rng.randrange(1000), zone=rng.randrange(5))
             t = time.perf_counter()
             response = http.request("GET", path, headers=headers)
@@ -393,7 +489,10 @@ def main(argv=None) -> int:
     parser.add_argument("--viewers", default="25,50,100,200")
     parser.add_argument("--rest-pods", type=int, default=150_000)
     parser.add_argument("--rest-requests", type=int, default=350)
-    parser.add_argument("--parts", default="browser,viewers,rest")
+    parser.add_argument("--heat-nodes", type=int, default=5000)
+    parser.add_argument("--scale-requests", type=int, default=100,
+                        help="requests per page in the scale part")
+    parser.add_argument("--parts", default="browser,viewers,scale,rest")
     args = parser.parse_args(argv)
     parts = set(args.parts.split(","))
 
@@ -410,7 +509,7 @@ def main(argv=None) -> int:
         web = stack.web()
         print(f"ui bench: logs and database in {tmp}; database "
               f"{os.environ['DATABASE_URL'].split('@')[-1]}")
-        if parts & {"browser", "viewers"}:
+        if parts & {"browser", "viewers", "scale"}:
             kubeconfig = Path(os.environ["SCHEDVIEW_KUBECONFIG"])
             stack.cluster(kubeconfig, "--nodes", str(args.nodes), "--pods", str(args.pods),
                           "--zones", "5")
@@ -432,6 +531,9 @@ def main(argv=None) -> int:
                 for viewers in map(int, args.viewers.split(",")):
                     asyncio.run(bench_viewers_at(web, cookie, uids, node, viewers,
                                                  args.transitions, args.period))
+            if "scale" in parts:
+                print("pods page and heat map at scale, under churn")
+                bench_scale(web, cookie, args.rest_pods, args.heat_nodes, args.scale_requests)
             print(f"  still churning at {event_rate():.0f} cache events/s")
             stack.stop("owner")   # before the REST rows go in: it prunes rows not its own
         if "rest" in parts:

@@ -41,6 +41,7 @@ def pod_row(i: int, seq: int) -> dict:
             "assumed_at": None, "deadline": None, "phase": "Running",
             "resource_version": str(seq),
             "labels": {"app": f"web-{i % 90}", "tier": "frontend"}, "milli_cpu": 250,
+            "scalar_resources": {},
             "memory": 512 << 20, "priority": 0, "seq": seq,
             "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}
 

@@ -14,9 +14,9 @@ non-zero request counts the pod's sum as one container would: 100m cpu and
 from dataclasses import dataclass
 
 from dashboard.models import NodeRecord, PodRecord
+from dashboard.read_model import cpu_text, memory_text
 from schedcache.resource import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 
-MIB = 1024**2
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,11 @@ class Preview:
 
 
 def _cpu(milli: int) -> str:
-    return f"{milli}m"
+    return cpu_text(milli) or "0 cores"
 
 
 def _memory(amount: int) -> str:
-    return f"{amount / MIB:.0f} MiB"
+    return memory_text(amount) or "0 MiB"
 
 
 def preview(pod: PodRecord) -> Preview:

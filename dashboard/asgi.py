@@ -19,17 +19,19 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from dashboard.consumers import (EventsConsumer, NodeDetailConsumer, NodesConsumer,  # noqa: E402
-                                 NoSuchSocket, OverviewConsumer, SnapshotConsumer,
-                                 ZonesConsumer)
+from dashboard.consumers import (EventsConsumer, HeaderConsumer, HeatMapConsumer,  # noqa: E402
+                                 NodeDetailConsumer, NodesConsumer, NoSuchSocket,
+                                 OverviewConsumer, SnapshotConsumer, ZonesConsumer)
 from dashboard.pod_consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
 from dashboard.pools.consumer import PoolsConsumer  # noqa: E402
 from dashboard.extender.consumer import StatusesConsumer  # noqa: E402
 
 websocket_routes = [
+    path("ws/header/", HeaderConsumer.as_asgi()),
     path("ws/overview/", OverviewConsumer.as_asgi()),
     path("ws/nodes/", NodesConsumer.as_asgi()),
     path("ws/nodes/<str:name>/", NodeDetailConsumer.as_asgi()),
+    path("ws/heatmap/", HeatMapConsumer.as_asgi()),
     path("ws/zones/", ZonesConsumer.as_asgi()),
     path("ws/snapshot/", SnapshotConsumer.as_asgi()),
     path("ws/events/", EventsConsumer.as_asgi()),

@@ -14,7 +14,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from dashboard import event_reads, health, live_hub, node_reads, read_model, snapshot_reads
+from dashboard import (event_reads, health, heatmap, live_hub, node_query, node_reads,
+                       read_model, snapshot_reads, views)
 from dashboard.feed.publisher import EVENTS_GROUP
 
 BAD_INPUT = 4400     # close code: the socket's URL asked for something that cannot be shown
@@ -93,6 +94,18 @@ class OverviewConsumer(LiveConsumer):
             "overview": overview, "health": health.gather(owner=overview.owner)})
 
 
+class HeaderConsumer(LiveConsumer):
+    """The header's owner badge on every page: its sequence number moves with each flush.
+    One render serves every page open in the process (they all show the same)."""
+
+    def shared_key(self):
+        return "header"
+
+    def render(self) -> str:
+        return render_to_string("dashboard/components.html#owner-source",
+                                {"owner": read_model.owner_status()})
+
+
 def _query(scope) -> dict:
     """The socket URL's query string, one value a name (the last)."""
     return {key: values[-1]
@@ -114,15 +127,16 @@ class NodesConsumer(LiveConsumer):
     when nodes came or went (the count, the order and the pager change)."""
 
     async def connect(self):
-        page = _query(self.scope).get("page", "1")
-        if not page.isdigit() or not 1 <= int(page) <= read_model.MAX_PAGE:
+        try:
+            self.filters = node_query.NodeFilters.parse(_query(self.scope))
+        except node_query.BadNodeFilter:
             await self.close(code=BAD_INPUT)
             return
-        self.page = int(page)
         self._lock = threading.Lock()
         self._changed, self._whole = set(), True   # the push on connect redraws the body
-        # The page's names change only when nodes come or go, which redraws the body.
-        self._shown = set(await database_sync_to_async(node_reads.page_names)(self.page))
+        # The rows shown are redrawn in place; which rows a page holds is redrawn only when
+        # nodes come or go (a sort by use would otherwise reshuffle under the reader).
+        self._shown = set(await database_sync_to_async(node_reads.page_names)(self.filters))
         await super().connect()
 
     def wants(self, message: dict) -> bool:
@@ -139,12 +153,44 @@ class NodesConsumer(LiveConsumer):
             changed, whole = self._changed, self._whole
             self._changed, self._whole = set(), False
         if whole:
-            page = node_reads.nodes(self.page)
+            context = views.node_table_context(self.filters)
             with self._lock:
-                self._shown = {row.name for row in page.rows}
-            return render_to_string("dashboard/nodes.html#node-table-body", {"nodes": page})
+                self._shown = {row.name for row in context["nodes"].rows}
+            return render_to_string("dashboard/nodes.html#node-table-body", context)
         return "".join(render_to_string("dashboard/nodes.html#node-row", {"row": row})
                        for row in node_reads.node_rows(changed))
+
+
+class HeatMapConsumer(LiveConsumer):
+    """The heat map: after flushes that touch nodes, the cells whose level or figure moved
+    since this fragment's last push (and the legend); the whole body when nodes came or
+    went. Viewers of one metric share the render: the map is read whole (three columns of
+    every node, one query) and compared with the last one sent, so a socket taking over
+    the fragment only ever sends more cells than needed, never fewer."""
+
+    async def connect(self):
+        try:
+            self.metric = heatmap.check_metric(_query(self.scope).get("metric") or "cpu")
+        except heatmap.BadMetric:
+            await self.close(code=BAD_INPUT)
+            return
+        self._sent = None   # the map as last pushed (None: push the whole body)
+        await super().connect()
+
+    def shared_key(self):
+        return ("heatmap", self.metric)
+
+    def wants(self, message: dict) -> bool:
+        return bool(_nodes_touched(message))
+
+    def render(self) -> str:
+        current = heatmap.heat_map(self.metric)
+        changed, self._sent = heatmap.changes(self._sent, current), current
+        context = views.heatmap_context(self.metric, current)
+        if changed is None:
+            return render_to_string("dashboard/heatmap.html#heat-body", context)
+        return render_to_string("dashboard/heatmap.html#heat-changes",
+                                dict(context, cells_html=heatmap.cells_html(changed)))
 
 
 class NodeDetailConsumer(LiveConsumer):

@@ -17,6 +17,7 @@ from django.db.models import Max, Q
 from dashboard.feed.owner import OWNER_LEADING
 from dashboard.models import Transition
 from dashboard.node_reads import NODE_NAME
+from dashboard.pod_history import shown_state
 from schedcache import events as cache_events
 
 EVENTS_SHOWN = 100      # the page's first paint
@@ -109,6 +110,11 @@ class EventRow:
     @property
     def is_node(self) -> bool:
         return self.kind.startswith("node_")
+
+    @property
+    def shown_to_state(self) -> str:
+        """Where a pod transition leads, named as the pod's timeline and diagram name it."""
+        return shown_state(self.kind, self.to_state) if self.is_pod else self.to_state
 
     @property
     def when(self) -> str:

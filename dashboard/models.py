@@ -37,6 +37,8 @@ class PodRecord(models.Model):
     labels = models.JSONField(default=dict, blank=True)
     milli_cpu = models.BigIntegerField(default=0)
     memory = models.BigIntegerField(default=0)
+    # extended resources requested (name -> amount, e.g. {"nvidia.com/gpu": 64})
+    scalar_resources = models.JSONField(default=dict, blank=True)
     priority = models.IntegerField(default=0)
     seq = models.BigIntegerField(default=0)  # the sequence number of its latest transition
     changed_at = models.DateTimeField(default=timezone.now)
@@ -75,6 +77,15 @@ class NodeRecord(models.Model):
     allocatable = models.JSONField(default=dict)
     host_ports = models.JSONField(default=list)
     images = models.IntegerField(default=0)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)       # [{key, value, effect}]
+    conditions = models.JSONField(default=list, blank=True)   # [{type, status, reason, ...}]
+    unschedulable = models.BooleanField(default=False)
+    # requested / allocatable, in percent, for sorting, filtering and the heat map in SQL
+    # (null: the node has none of it, as most have no GPUs)
+    cpu_percent = models.FloatField(null=True, blank=True)
+    memory_percent = models.FloatField(null=True, blank=True)
+    gpu_percent = models.FloatField(null=True, blank=True)
     changed_at = models.DateTimeField(default=timezone.now)
     owner_epoch = models.BigIntegerField(default=0, db_index=True)
 

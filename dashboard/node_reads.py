@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from dashboard.feed.commands import CommandError, send
 from dashboard.models import NodeRecord, PodRecord, PodState
+from dashboard.node_query import NodeFilters
 from dashboard import read_model
 from dashboard.read_model import (GIB, OwnerStatus, Usage, ago, cpu, memory, owner_status,
                                   resource_sums, usages)
@@ -90,26 +91,32 @@ def _assumed_on(names) -> dict:
 
 @dataclass(frozen=True)
 class NodePage:
+    filters: NodeFilters
     rows: list[NodeRow]
     page: Page
-    total: int
-    missing: int
+    total: int      # nodes matching the filters
+    missing: int    # nodes deleted with pods left, of all
 
 
-def nodes(page_number=1) -> NodePage:
-    """One page of NodeRecords by name, with their assumed pods counted in SQL."""
-    records = NodeRecord.objects.order_by("name")
-    page = Paginator(records, read_model.NODES_PER_PAGE).get_page(page_number)
+def nodes(filters: NodeFilters = NodeFilters()) -> NodePage:
+    """One page of the nodes the filters leave, in their order, with their assumed pods
+    counted in SQL. A page past the last gives the last (5,000 nodes are 25 pages)."""
+    page = Paginator(filters.records(), read_model.NODES_PER_PAGE).get_page(filters.page)
     assumed = _assumed_on([record.name for record in page])
     rows = [node_row(record, assumed.get(record.name, 0)) for record in page]
     missing = NodeRecord.objects.filter(has_node=False).count()
-    return NodePage(rows, page, page.paginator.count, missing)
+    return NodePage(filters, rows, page, page.paginator.count, missing)
 
 
-def page_names(page_number: int) -> list[str]:
+def zone_names() -> list[str]:
+    """The zones nodes are in, sorted (for the nodes page's zone picker)."""
+    return list(NodeRecord.objects.order_by("zone").values_list("zone", flat=True).distinct())
+
+
+def page_names(filters: NodeFilters) -> list[str]:
     """The names on one page of the table (the page a live browser shows)."""
-    start = (page_number - 1) * read_model.NODES_PER_PAGE
-    return list(NodeRecord.objects.order_by("name").values_list("name", flat=True)
+    start = (filters.page - 1) * read_model.NODES_PER_PAGE
+    return list(filters.records().values_list("name", flat=True)
                 [start:start + read_model.NODES_PER_PAGE])
 
 
@@ -129,7 +136,15 @@ class NodePod:
     state: str
     binding_finished: bool
     milli_cpu: int
-    memory_mib: int
+    memory: int
+
+    @property
+    def cpu(self) -> str:
+        return read_model.cpu_text(self.milli_cpu)
+
+    @property
+    def memory_text(self) -> str:
+        return read_model.memory_text(self.memory)
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,10 @@ class NodeDetail:
     pods: list[NodePod]
     pod_count: int
     pod_states: list[tuple[str, int]]
+    labels: dict
+    taints: list[dict]            # {key, value, effect}
+    conditions: list[dict]        # {type, status, reason, message, lastTransitionTime}
+    unschedulable: bool
 
     @property
     def more_pods(self) -> int:
@@ -187,7 +206,7 @@ def node_detail(name: str, owner: OwnerStatus | None = None,
     on_node = PodRecord.objects.filter(node=name, state__in=ON_NODE)
     states = dict(on_node.order_by().values_list("state").annotate(n=Count("*")))
     pods = [NodePod(p.uid, p.namespace, p.name, p.state, p.binding_finished, p.milli_cpu,
-                    p.memory // 2**20)
+                    p.memory)
             for p in on_node.order_by("namespace", "name").only(
                 "uid", "namespace", "name", "state", "binding_finished", "milli_cpu",
                 "memory")[:NODE_PODS_SHOWN]]
@@ -200,7 +219,9 @@ def node_detail(name: str, owner: OwnerStatus | None = None,
         host_ports=[tuple(entry) for entry in record.host_ports],
         image_count=record.images, images=images, images_note=note,
         pods=pods, pod_count=sum(states.values()),
-        pod_states=[(state.value, states.get(state, 0)) for state in ON_NODE])
+        pod_states=[(state.value, states.get(state, 0)) for state in ON_NODE],
+        labels=dict(sorted(record.labels.items())), taints=record.taints,
+        conditions=record.conditions, unschedulable=record.unschedulable)
 
 
 # --- the zone tree --------------------------------------------------------------------------

@@ -48,8 +48,11 @@ class PodListConsumer(LiveConsumer):
                    for event in _pod_events(message))
 
     def render(self) -> str:
-        return render_to_string("dashboard/pods.html#pod-rows",
-                                pod_list_context(self.filters, tabs=False))
+        try:
+            context = pod_list_context(self.filters, form=False)
+        except BadFilter as exc:   # its page number is now past the last page
+            return render_to_string("dashboard/pods.html#rows-gone", {"error": str(exc)})
+        return render_to_string("dashboard/pods.html#pod-rows", context)
 
 
 class PodDetailConsumer(LiveConsumer):

@@ -128,8 +128,14 @@ def _step(t: Transition) -> Step:
                 cause=CAUSES.get(t.cause, t.cause), actor=t.actor, node=t.node)
 
 
+def shown_state(kind: str, to_state: str) -> str:
+    """The state a pod transition leads to, in the words every page uses: the cache calls
+    a forgotten pod Initial again, the pages call it Forgotten (its own box)."""
+    return "Forgotten" if kind == "pod_forgotten" else (to_state or "Initial")
+
+
 def _diagram_state(t: Transition) -> str:
-    return "Forgotten" if t.kind == "pod_forgotten" else (t.to_state or "Initial")
+    return shown_state(t.kind, t.to_state)
 
 
 def walk(transitions) -> tuple[list[tuple[str, str]], str]:

@@ -12,13 +12,14 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from dashboard import actions
+from dashboard import actions, read_model
 from dashboard.action_preview import preview
 from dashboard.api.auth import ACT_PERMISSION
 from dashboard.feed.commands import CommandError
 from dashboard.pod_history import pod_history
-from dashboard.pod_query import (PER_PAGE, SORT_CHOICES, STATES, BadFilter, PodFilters, pod_row,
-                                 query_pods)
+from dashboard.pod_spec import pod_spec
+from dashboard.pod_query import (PER_PAGE, SORT_CHOICES, STATES, BadFilter, PodFilters,
+                                 namespaces, pod_row, query_pods)
 from dashboard.views import render_page
 
 # action in the URL -> (what runs it, its button's words, what it does, in a sentence)
@@ -38,8 +39,8 @@ COLUMNS = [("namespace", "Namespace", "name"), ("name", "Pod", None),
 
 
 def _links(filters: PodFilters) -> dict:
-    """Query strings the list's links need: sort by each column (once more: reversed),
-    and the pager's prefix (the filters without the page, then "&")."""
+    """Query strings the column headers need: sort by each column (once more: reversed),
+    from the first page."""
     columns = []
     for key, label, sort in COLUMNS:
         if sort is None:
@@ -48,28 +49,35 @@ def _links(filters: PodFilters) -> dict:
         order = "ascending" if filters.sort == sort else (
             "descending" if filters.sort == f"-{sort}" else "")
         flipped = f"-{sort}" if order == "ascending" else sort
-        columns.append((key, label, filters.query(sort=flipped, page=None), order))
-    base = filters.query(page=None)
-    return {"columns": columns, "pager_query": f"{base}&" if base else ""}
+        columns.append((key, label, filters.query(sort=flipped, page=None, cursor=None), order))
+    return {"columns": columns}
 
 
 def _state_tabs(listing) -> list[tuple[str, str, str, int]]:
     """(label, state, query, count) of the tabs: every state under the other filters."""
     filters, counts = listing.filters, listing.counts
-    return ([("All", "", filters.query(state="", page=None), sum(n for _, n in counts))]
-            + [(state, state, filters.query(state=state, page=None), n)
+    return ([("All", "", filters.query(state="", page=None, cursor=None),
+              sum(n for _, n in counts))]
+            + [(state, state, filters.query(state=state, page=None, cursor=None), n)
                for state, n in counts])
 
 
+def _form_context(filters: PodFilters) -> dict:
+    """What the filter form prints (the live pushes leave the form alone)."""
+    return {"filters": filters, "states": STATES, "sorts": SORT_CHOICES,
+            "namespaces": namespaces(), "default_per_page": PER_PAGE}
+
+
 def pod_list_context(filters: PodFilters, now: float | None = None, *,
-                     tabs: bool = True) -> dict:
-    """What pods.html's partials print. The live pushes re-render the rows alone
-    (tabs=False): the tabs' counts are a group by they do not need every half second."""
+                     form: bool = True) -> dict:
+    """What pods.html's partials print: the rows with their state tabs (the live pushes
+    re-render these, so the tabs' counts move with the rows), and the form unless `form`
+    is False."""
     listing = query_pods(filters, now)
-    context = {"pods": listing, "filters": filters, "states": STATES, "sorts": SORT_CHOICES,
-               "default_per_page": PER_PAGE, "now": listing.now, **_links(filters)}
-    if tabs:
-        context["state_tabs"] = _state_tabs(listing)
+    context = {"pods": listing, "filters": filters, "now": listing.now,
+               "state_tabs": _state_tabs(listing), **_links(filters)}
+    if form:
+        context.update(_form_context(filters))
     return context
 
 
@@ -77,11 +85,12 @@ def pod_list_context(filters: PodFilters, now: float | None = None, *,
 def pods(request):
     try:
         filters = PodFilters.parse(request.GET)
+        context = pod_list_context(filters)
     except BadFilter as exc:
         return render_page(request, "dashboard/pods.html", "pod-list",
-                       {"error": str(exc), "filters": PodFilters(), "states": STATES,
-                        "sorts": SORT_CHOICES, "now": time.time()}, status=400)
-    return render_page(request, "dashboard/pods.html", "pod-list", pod_list_context(filters))
+                           {"error": str(exc), **_form_context(PodFilters()),
+                            "now": time.time()}, status=400)
+    return render_page(request, "dashboard/pods.html", "pod-list", context)
 
 
 def pod_detail_context(uid: str, now: float | None = None) -> dict | None:
@@ -110,7 +119,10 @@ def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
     if context is None:
         return _missing(request, uid)
     done = request.GET.get("done")
+    owner = read_model.owner_status()
+    spec, spec_note = pod_spec(uid, owner.live)
     context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
+                   owner=owner, spec=spec, spec_note=spec_note,
                    can_act=request.user.has_perm(ACT_PERMISSION),
                    actions=[(name, words) for name, (_, words, _) in ACTIONS.items()])
     return render_page(request, "dashboard/pod_detail.html", "pod-live", context, status=status)

@@ -30,6 +30,7 @@ from dashboard.feed.owner import STATUS_KEY
 from dashboard.models import (ComparerRun, NodeRecord, PodRecord, PodState, SnapshotSample,
                               Transition)
 
+MIB = 1024**2
 GIB = 1024**3
 NODES_PER_PAGE = 200    # the nodes page's and the REST list's
 # The highest page number a list takes: past any count of rows, with an offset that still
@@ -83,11 +84,12 @@ class Usage:
 
     @property
     def text(self) -> str:
-        return f"{self.requested:.{self.digits}f} / {self.allocatable:.{self.digits}f} {self.unit}"
+        return (f"{self.requested:,.{self.digits}f} / {self.allocatable:,.{self.digits}f} "
+                f"{self.unit}")
 
     @property
     def non_zero_text(self) -> str:
-        return f"{self.non_zero:.{self.digits}f}" if self.non_zero is not None else ""
+        return f"{self.non_zero:,.{self.digits}f}" if self.non_zero is not None else ""
 
 
 def _percent(part, whole) -> int:
@@ -102,6 +104,20 @@ def cpu(requested_milli, allocatable_milli, non_zero_milli=None) -> Usage:
 def memory(requested_bytes, allocatable_bytes, non_zero_bytes=None) -> Usage:
     return Usage((requested_bytes or 0) / GIB, (allocatable_bytes or 0) / GIB, "GiB",
                  None if non_zero_bytes is None else non_zero_bytes / GIB)
+
+
+def cpu_text(milli: int) -> str:
+    """CPU as every page writes it: in cores, as the node gauges count them ("0.25 cores",
+    "1 core", "1,200 cores"); "" for none."""
+    if not milli:
+        return ""
+    cores = f"{milli / 1000:,.3f}".rstrip("0").rstrip(".")
+    return f"{cores} core{'' if milli == 1000 else 's'}"
+
+
+def memory_text(amount: int) -> str:
+    """A pod's memory in MiB, with thousands separators; "" for none."""
+    return f"{amount / MIB:,.0f} MiB" if amount else ""
 
 
 def ago(seconds: float) -> str:

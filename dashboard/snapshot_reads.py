@@ -68,6 +68,15 @@ class SnapshotPage:
     pending: list[ChangedNode]     # changed since the latest snapshot, most recent first
     pending_count: int
     recent: list[ChangedNode]      # every node, most recently changed first
+    copied_count: int = 0          # of which `copied` lists the first NODES_SHOWN
+    node_count: int = 0            # of which `recent` lists the first NODES_SHOWN
+
+    @property
+    def more(self) -> dict[str, int]:
+        """How many each list leaves out."""
+        return {"copied": self.copied_count - len(self.copied),
+                "pending": self.pending_count - len(self.pending),
+                "recent": self.node_count - len(self.recent)}
 
 
 def _changed(records) -> list[ChangedNode]:
@@ -82,13 +91,15 @@ def snapshot_page(now: datetime | None = None) -> SnapshotPage:
     by_recency = NodeRecord.objects.order_by("-generation", "name").values_list(
         "name", "generation", "zone", "has_node")
     recent = _changed(by_recency)
+    node_count = len(recent) if len(recent) < NODES_SHOWN else by_recency.count()
     if latest is None:
         return SnapshotPage(None, recent[0].generation if recent else 0, "", None, [], [], 0,
-                            recent)
+                            recent, node_count=node_count)
     pending = by_recency.filter(generation__gt=latest.generation)
     return SnapshotPage(
         generation=latest.generation,
         cache_generation=max(latest.cache_generation, recent[0].generation if recent else 0),
         taken=ago((now - latest.at).total_seconds()), chart=chart(samples, now),
         copied=latest.changed_nodes[:NODES_SHOWN], pending=_changed(pending),
-        pending_count=pending.count(), recent=recent)
+        pending_count=pending.count(), recent=recent,
+        copied_count=len(latest.changed_nodes), node_count=node_count)

@@ -41,6 +41,7 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("nodes/", views.nodes, name="nodes"),
     path("nodes/<str:name>/", views.node_detail, name="node-detail"),
+    path("heatmap/", views.heatmap_page, name="heatmap"),
     path("zones/", views.zones, name="zones"),
     path("snapshot/", views.snapshot, name="snapshot"),
     path("events/", views.events, name="events"),

@@ -9,7 +9,8 @@ from django.views.decorators.http import require_GET
 
 from django.conf import settings
 
-from dashboard import event_reads, health_series, node_reads, read_model, snapshot_reads
+from dashboard import (event_reads, health_series, heatmap, node_query, node_reads, read_model,
+                       snapshot_reads)
 
 
 def render_page(request, template: str, partial: str, context: dict, status: int = 200):
@@ -31,8 +32,63 @@ def overview(request):
 
 @require_GET
 def nodes(request):
+    try:
+        filters = node_query.NodeFilters.parse(request.GET)
+    except node_query.BadNodeFilter as exc:
+        return render_page(request, "dashboard/nodes.html", "node-table",
+                           {"error": str(exc), "filters": node_query.NodeFilters(),
+                            **_node_choices()}, status=400)
     return render_page(request, "dashboard/nodes.html", "node-table",
-                   {"nodes": node_reads.nodes(request.GET.get("page", 1))})
+                       {**node_table_context(filters), **_node_choices()})
+
+
+def node_table_context(filters) -> dict:
+    """What nodes.html's table body prints (the page, and its live redraws)."""
+    return {"nodes": node_reads.nodes(filters), "filters": filters, **_node_links(filters)}
+
+
+def _node_choices() -> dict:
+    """What the nodes filter form offers."""
+    return {"resources": list(node_query.RESOURCES), "zones": node_reads.zone_names()}
+
+# the table's sortable columns: (key, header)
+NODE_COLUMNS = [("name", "Node"), ("zone", "Zone"), ("cpu", "CPU"), ("memory", "Memory"),
+                ("pods", "Pods"), ("gpu", "Extended"), ("", "Assumed"),
+                ("generation", "Generation")]
+
+
+def _node_links(filters) -> dict:
+    """The column headers (key, label, query for its sort, aria-sort) and the pager's
+    prefix: the filters without the page."""
+    columns = []
+    for key, label in NODE_COLUMNS:
+        order = ("ascending" if filters.sort == key else
+                 "descending" if filters.sort == f"-{key}" else "")
+        flipped = f"-{key}" if order == "ascending" else key
+        columns.append((key, label, filters.query(sort=flipped, page=None) if key else "",
+                        order))
+    base = filters.query(page=None)
+    return {"columns": columns, "pager_query": f"{base}&" if base else ""}
+
+
+@require_GET
+def heatmap_page(request):
+    try:
+        context = heatmap_context(request.GET.get("metric") or "cpu")
+    except heatmap.BadMetric as exc:
+        return render_page(request, "dashboard/heatmap.html", "heat-map",
+                           {"error": str(exc), "metric": "cpu", "metrics": _METRICS},
+                           status=400)
+    return render_page(request, "dashboard/heatmap.html", "heat-map", context)
+
+
+_METRICS = [(metric, heatmap.NOUNS[metric]) for metric in heatmap.NOUNS]
+
+
+def heatmap_context(metric: str, map_=None) -> dict:
+    """What heatmap.html prints for `metric` (its map, when already read)."""
+    map_ = map_ if map_ is not None else heatmap.heat_map(metric)
+    return {"map": map_, "metric": metric, "metrics": _METRICS, "noun": heatmap.NOUNS[metric]}
 
 
 @require_GET

@@ -3,9 +3,11 @@
 Everything NodeInfo aggregates is computed once when the pod enters the cache
 and kept on the PodInfo, so removing or replacing a pod never parses it again.
 Of the pod Mapping only the allow-listed fields below are kept (no
-managedFields, env, probes, mounts, tolerations or status bulk): picked into a
-flat tuple and frozen as marshal bytes, a fraction of the memory of nested
-dicts, and every `.pod` read is an independent copy.
+managedFields, env, probes, mounts or status bulk): picked into a flat tuple
+and frozen as marshal bytes, a fraction of the memory of nested dicts, and
+every `.pod` read is an independent copy. Tolerations are kept apart, frozen
+once per distinct list and shared: nearly every pod carries the same two
+defaults, which frozen into each pod would cost half again its memory.
 """
 import marshal
 import sys
@@ -91,6 +93,21 @@ def _shared_labels(labels):
     return shared
 
 
+_toleration_sets = {}  # frozen tolerations -> one shared bytes object
+
+
+def _shared_tolerations(frozen):
+    """Frozen tolerations as one bytes object shared by every pod with the same ones."""
+    if not frozen:
+        return None
+    shared = _toleration_sets.get(frozen)
+    if shared is None:
+        if len(_toleration_sets) >= _LABEL_SETS_MAX:
+            _toleration_sets.clear()
+        shared = _toleration_sets[frozen] = frozen
+    return shared
+
+
 def _host_ports(containers) -> tuple:
     ports = []
     for container in containers:
@@ -116,7 +133,7 @@ class PodInfo:
     """A pod in the cache. Immutable once built, so NodeInfo copies share it."""
 
     __slots__ = ("key", "namespace", "name", "node_name", "resource_version", "phase", "priority",
-                 "labels",
+                 "labels", "tolerations",
                  "requested", "non_zero_requested", "host_ports", "has_affinity",
                  "has_required_anti_affinity", "pvc_keys", "_frozen")
 
@@ -126,7 +143,10 @@ class PodInfo:
         identity = {"name": self.name, "namespace": self.namespace, "uid": self.key,
                     "resourceVersion": self.resource_version,
                     "labels": dict(self.labels) if self.labels else None}
-        return _thaw(self._frozen, {k: v for k, v in identity.items() if v}, self.node_name)
+        pod = _thaw(self._frozen, {k: v for k, v in identity.items() if v}, self.node_name)
+        if self.tolerations is not None:
+            pod["spec"]["tolerations"] = marshal.loads(self.tolerations)
+        return pod
 
     def __repr__(self):
         return f"PodInfo({self.namespace}/{self.name} uid={self.key} node={self.node_name!r})"
@@ -154,6 +174,8 @@ def make_pod_info(pod) -> PodInfo:
         requested, non_zero = pod_requests(spec)
         frozen = _freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec, pod.get("status"))
         labels = _shared_labels(metadata.get("labels"))
+        tolerations = spec.get("tolerations")
+        tolerations = _shared_tolerations(marshal.dumps(tolerations, 2)) if tolerations else None
         containers = spec.get("containers") or ()
         ports = _host_ports(containers)
         volumes = spec.get("volumes")
@@ -173,6 +195,7 @@ def make_pod_info(pod) -> PodInfo:
     info.phase = phase
     info.priority = priority
     info.labels = labels
+    info.tolerations = tolerations      # shared with pods tolerating the same
     info.requested = requested          # shared with identical pods; never changed
     info.non_zero_requested = non_zero
     info.host_ports = ports
@@ -215,7 +238,7 @@ def pack_pod_info(info: PodInfo) -> tuple:
     """`info` as a tuple of plain values (for marshal), which unpack_pod_info turns back."""
     return (info.key, info.namespace, info.name, info.node_name, info.resource_version,
             info.phase, info.priority, tuple(info.labels.items()) if info.labels else None,
-            _pack_resource(info.requested), _pack_resource(info.non_zero_requested),
+            info.tolerations, _pack_resource(info.requested), _pack_resource(info.non_zero_requested),
             info.host_ports, info.has_affinity, info.has_required_anti_affinity,
             info.pvc_keys, info._frozen)
 
@@ -224,8 +247,9 @@ def unpack_pod_info(packed) -> PodInfo:
     """The PodInfo that pack_pod_info packed; equal requests and labels share one object."""
     info = PodInfo()
     (info.key, namespace, info.name, node_name, info.resource_version, phase, info.priority,
-     labels, requested, non_zero, info.host_ports, info.has_affinity,
+     labels, tolerations, requested, non_zero, info.host_ports, info.has_affinity,
      info.has_required_anti_affinity, info.pvc_keys, info._frozen) = packed
+    info.tolerations = _shared_tolerations(tolerations)
     info.namespace, info.node_name, info.phase = _intern(namespace), _intern(node_name), \
         _intern(phase)
     if labels:   # a known set is found by its items as packed, without building a dict

@@ -38,7 +38,18 @@ def require_act(request) -> None:
         raise ApiError(403, f"acting on pods needs the {ACT_PERMISSION} permission")
 
 
-token_or_session = [BearerToken(), SessionAuth()]
+class LoggedInSession(SessionAuth):
+    """The browser's session. Only a logged-in session is held to its CSRF token: a call
+    with no session (or a bad token) is unauthenticated, a 401 whatever its method, not a
+    "CSRF check failed" 403."""
+
+    def _get_key(self, request):
+        if not request.user.is_authenticated:
+            return None
+        return super()._get_key(request)
+
+
+token_or_session = [BearerToken(), LoggedInSession()]
 
 
 def documents_for_callers(view):

@@ -3,8 +3,8 @@ from ninja import Query, Router, Schema
 from pydantic import Field
 
 from dashboard.api.errors import ApiError
-from dashboard.api.schemas import (READ_ERRORS, ComparerOut, ErrorOut, SnapshotOut, ZonesOut,
-                                   refuse_repeated)
+from dashboard.api.schemas import (AUTH_ERRORS, READ_ERRORS, ComparerOut, ErrorOut,
+                                   SnapshotOut, ZonesOut, refuse_repeated)
 from dashboard.models import ComparerRun, NodeRecord, SnapshotSample
 from dashboard.node_reads import next_pick
 from dashboard.read_model import owner_status
@@ -14,7 +14,7 @@ router = Router(tags=["cluster"])
 MAX_HISTORY = 1000
 
 
-@router.get("/zones", response={200: ZonesOut, **READ_ERRORS}, summary="The NodeTree",
+@router.get("/zones", response={200: ZonesOut, **AUTH_ERRORS}, summary="The NodeTree",
             operation_id="get_zones")
 def zones(request):
     """Zones in the order NodeTree.list() first visits them, each with its nodes in list()
@@ -61,7 +61,7 @@ def snapshot(request, query: Query[SnapshotQuery]):
     return {"latest": latest, "history": history[::-1]}
 
 
-@router.get("/comparer", response={200: ComparerOut, **READ_ERRORS, 404: ErrorOut},
+@router.get("/comparer", response={200: ComparerOut, **AUTH_ERRORS, 404: ErrorOut},
             summary="The latest cache/cluster comparison", operation_id="get_comparer")
 def comparer(request):
     """The latest attempt to compare the cache with the listed cluster: clean, its drift, or

@@ -2,6 +2,7 @@
 from ninja import Router, Schema
 
 from dashboard.api.auth import ACT_PERMISSION
+from dashboard.api.schemas import AUTH_ERRORS
 
 router = Router(tags=["auth"])
 
@@ -11,6 +12,6 @@ class Me(Schema):
     can_act: bool
 
 
-@router.get("", response=Me, summary="The caller's user and whether it may act on pods")
+@router.get("", response={200: Me, **AUTH_ERRORS}, summary="The caller's user and whether it may act on pods")
 def me(request):
     return Me(username=request.user.get_username(), can_act=request.user.has_perm(ACT_PERMISSION))

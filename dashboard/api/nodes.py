@@ -1,4 +1,9 @@
-"""Nodes over REST: the NodeInfos of the read model, a page at a time, and one in full."""
+"""Nodes over REST: the NodeInfos of the read model, a page at a time, and one in full.
+
+The list runs the nodes page's own filters and sorts (`dashboard.node_query`), so a tool
+and a person see the same nodes for the same query."""
+from typing import Literal
+
 from ninja import Query, Router, Schema
 from ninja.params import Path
 from pydantic import Field
@@ -10,6 +15,7 @@ from dashboard.api.errors import ApiError
 from dashboard.api.schemas import (READ_ERRORS, ErrorOut, Filter, Name, NodeDetailOut,
                                    NodePageOut, refuse_repeated)
 from dashboard.models import NodeRecord, PodRecord
+from dashboard.node_query import RESOURCES, SORT_CHOICES, BadNodeFilter, NodeFilters
 
 router = Router(tags=["nodes"])
 
@@ -20,6 +26,14 @@ MAX_PAGE = 1_000_000
 
 class NodeQuery(Schema):
     zone: Filter | None = Field(None, description="only this zone's nodes")
+    label: Filter | None = Field(None, description="nodes with this label key, or key=value")
+    taint: Filter | None = Field(None, description="nodes with a taint whose key, value or "
+                                                   "effect contains this, any case")
+    use: Literal[tuple(RESOURCES)] = Field("cpu", description="the resource `above` counts")
+    above: int = Field(0, ge=0, le=1000, description="nodes with at least this percent of "
+                                                     "their allocatable `use` requested")
+    sort: Literal[tuple(SORT_CHOICES)] = Field(
+        "name", description="a key, or -key for descending (nodes without the resource last)")
     page: int = Field(1, ge=1, le=MAX_PAGE)
     per_page: int = Field(PER_PAGE, ge=1, le=MAX_PER_PAGE)
 
@@ -29,9 +43,12 @@ class NodeQuery(Schema):
 def list_nodes(request, query: Query[NodeQuery]):
     """NodeInfos by name, with their aggregates; deleted nodes still holding pods included."""
     refuse_repeated(request)
-    records = NodeRecord.objects.order_by("name").defer("host_ports", "changed_at")
-    if query.zone:
-        records = records.filter(zone=query.zone)
+    try:
+        filters = NodeFilters.parse({name: str(value) for name, value in
+                                     query.dict(exclude_none=True, exclude={"per_page"}).items()})
+    except BadNodeFilter as exc:
+        raise ApiError(400, str(exc)) from None
+    records = filters.records().defer("host_ports", "changed_at")
     page = Paginator(records, query.per_page).get_page(query.page)
     return {"items": list(page), "count": page.paginator.count, "page": page.number,
             "pages": page.paginator.num_pages, "per_page": query.per_page,

@@ -35,8 +35,14 @@ class PodQuery(Schema):
     q: Filter | None = Field(None, description="a substring of the pod's name, any case")
     sort: Literal[tuple(pod_query.SORT_CHOICES)] = Field(
         "name", description="a key, or -key for descending")
-    page: int = Field(1, ge=1, le=pod_query.MAX_PAGE)
+    page: int = Field(1, ge=1, le=pod_query.MAX_PAGE, description=(
+        "a page number (an offset: slow deep into a large list; a number past the last "
+        "page is a 400 naming the last); prefer `cursor`"))
     per_page: int = Field(pod_query.PER_PAGE, ge=1, le=pod_query.MAX_PER_PAGE)
+    cursor: str | None = Field(None, max_length=pod_query.MAX_CURSOR, description=(
+        "a page by cursor (keyset paging: any page, the last included, costs what the "
+        "first does): `next_cursor`, `prev_cursor` or `last_cursor` of an answer with the "
+        "same filters and sort; not with `page`"))
 
 
 @router.get("", response={200: PodPageOut, **READ_ERRORS}, summary="List pods",
@@ -48,12 +54,19 @@ def list_pods(request, filters: Query[PodQuery]):
         parsed = pod_query.PodFilters.parse(filters.dict(exclude_none=True))
     except pod_query.BadFilter as exc:
         raise ApiError(400, str(exc)) from None
-    result = pod_query.query_pods(parsed, now=time.time())
-    page = result.page
-    return {"items": result.rows, "count": result.total, "count_capped": result.total_capped,
-            "page": page.number,
-            "pages": page.paginator.num_pages, "per_page": parsed.per_page,
-            "next_page": page.next_page_number() if page.has_next() else None}
+    try:
+        result = pod_query.query_pods(parsed, now=time.time())
+    except pod_query.BadFilter as exc:   # a page number past the last
+        raise ApiError(400, str(exc)) from None
+    cursors = result.cursors
+    return {"items": result.rows, "count": result.total, "count_capped": False,
+            "page": result.number, "pages": result.pages, "per_page": parsed.per_page,
+            "first": result.shown[0],
+            # page numbers are followed only by page numbers, cursors by cursors
+            "next_page": (result.number + 1
+                          if result.has_next and not parsed.cursor else None),
+            "next_cursor": cursors["next"], "prev_cursor": cursors["previous"],
+            "last_cursor": cursors["last"]}
 
 
 @router.post("/assume", response={200: AssumeOut, **ACTION_ERRORS},

@@ -49,15 +49,18 @@ class ValidationErrorOut(ErrorOut):
                             "detail": ["page: Input should be greater than or equal to 1"]})
 
 
-# The errors every operation may answer, documented once.
-READ_ERRORS = {400: ValidationErrorOut, 401: ErrorOut}
+# The errors every operation may answer, documented once: every operation needs a caller
+# (401); those that take input refuse bad input (400).
+AUTH_ERRORS = {401: ErrorOut}
+READ_ERRORS = {400: ValidationErrorOut, **AUTH_ERRORS}
 ACTION_ERRORS = {400: ValidationErrorOut, 401: ErrorOut, 403: ErrorOut, 404: ErrorOut,
                  409: ErrorOut, 502: ErrorOut, 503: ErrorOut}
 
 
 class PageInfo(Schema):
     count: int = Field(description="items matching, on every page")
-    page: int = Field(description="this page's number (a page past the last gives the last)")
+    page: int = Field(description="this page's number (pods: a page number past the last "
+                                  "is a 400; nodes and statuses: it gives the last)")
     pages: int
     per_page: int
     next_page: int | None = Field(description="the next page's number, null on the last")
@@ -73,6 +76,8 @@ class PodOut(Schema):
     zone: str
     milli_cpu: int = Field(description="requested CPU, millicores")
     memory: int = Field(description="requested memory, bytes")
+    scalar_resources: dict[str, int] = Field(
+        description="extended resources requested, e.g. {\"nvidia.com/gpu\": 64}")
     priority: int
     binding_finished: bool = Field(description="assumed pods: the bind call returned")
     deadline: float | None = Field(
@@ -84,19 +89,29 @@ class PodOut(Schema):
 
 POD_EXAMPLE = {"uid": "5a1c7e0e-6b0b-4c1e-9d51-7b1f2f0c9a10", "namespace": "team-a",
                "name": "web-7f9c", "state": "Assumed", "node": "node-0003", "zone": "zone-b",
-               "milli_cpu": 250, "memory": 268435456, "priority": 0, "binding_finished": True,
+               "milli_cpu": 250, "memory": 268435456, "scalar_resources": {}, "priority": 0,
+               "binding_finished": True,
                "deadline": 1763812345.5, "expires_in": 12.4, "stuck": False,
                "changed_at": "2026-11-22T11:52:13.120Z"}
 
 
 class PodPageOut(PageInfo):
     count_capped: bool = Field(
-        description="more pods match than are counted: `count` is a lower bound and the "
-                    "pages stop there; narrow the filters to reach the rest")
+        description="always false: `count` is exact (kept for tools written when the "
+                    "count stopped at 1,000)")
+    first: int = Field(description="the position of the first item among all that match "
+                                   "(1-based; 0 when there are none)")
+    next_cursor: str | None = Field(
+        description="`cursor` for the page after this one; null on the last")
+    prev_cursor: str | None = Field(
+        description="`cursor` for the page before this one; null on the first")
+    last_cursor: str = Field(description="`cursor` for the last page")
     items: list[PodOut]
-    model_config = example({"count": 1, "count_capped": False, "page": 1, "pages": 1,
-                            "per_page": 50,
-                            "next_page": None, "items": [POD_EXAMPLE]})
+    model_config = example({"count": 120, "count_capped": False, "page": 1, "pages": 3,
+                            "per_page": 50, "first": 1, "next_page": 2,
+                            "next_cursor": "WyJhZnRlciIsIm5hbWUiLFsidGVhbS1hIiwid2ViLTdmOWMiXV0",
+                            "prev_cursor": None, "last_cursor": "WyJiZWZvcmUiLCJuYW1lIixudWxsXQ",
+                            "items": [POD_EXAMPLE]})
 
 
 class TransitionOut(Schema):
@@ -169,6 +184,12 @@ class NodePageOut(PageInfo):
                             "next_page": None, "items": [NODE_EXAMPLE]})
 
 
+class TaintOut(Schema):
+    key: str
+    value: str
+    effect: str
+
+
 class HostPortOut(Schema):
     ip: str
     protocol: str
@@ -176,10 +197,18 @@ class HostPortOut(Schema):
 
 
 class NodeDetailOut(NodeOut):
+    labels: dict[str, str]
+    taints: list[TaintOut]
+    conditions: list[dict[str, str]] = Field(
+        description="type, status, reason, message, lastTransitionTime (those present)")
+    unschedulable: bool = Field(description="cordoned")
     host_ports: list[HostPortOut]
     pods_by_state: dict[str, int] = Field(description="the read model's pods on it, by state")
     changed_at: datetime
-    model_config = example({**NODE_EXAMPLE, "host_ports": [
+    model_config = example({**NODE_EXAMPLE, "labels": {"kubernetes.io/os": "linux"},
+        "taints": [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        "unschedulable": False, "host_ports": [
         {"ip": "0.0.0.0", "protocol": "TCP", "port": 8080}],
         "pods_by_state": {"Assumed": 2, "Added": 15}, "changed_at": "2026-11-22T11:52:13Z"})
 

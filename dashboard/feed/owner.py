@@ -27,6 +27,7 @@ from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.feed.owner_metrics import OwnerMetrics
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
+from dashboard.feed.row_details import node_details, pod_request_columns
 from dashboard.redis_outage import RedisBackoff
 
 log = logging.getLogger(__name__)
@@ -773,7 +774,7 @@ class CacheOwner:
                 "non_zero_requested": info.non_zero_requested.as_dict(),
                 "allocatable": info.allocatable.as_dict(),
                 "host_ports": info.used_ports.entries(), "images": len(info.image_states),
-                "changed_at": now, "owner_epoch": self.epoch}
+                **node_details(info), "changed_at": now, "owner_epoch": self.epoch}
 
     def _pod_row(self, uid, now):
         info = self.cache.pod_info(uid)
@@ -790,6 +791,7 @@ class CacheOwner:
                     "deadline": status[1] if status else None, "phase": info.phase,
                     "resource_version": info.resource_version, "labels": info.labels or {},
                     "milli_cpu": info.requested.milli_cpu, "memory": info.requested.memory,
+                    "scalar_resources": dict(info.requested.scalar_resources),
                     "priority": info.priority, "seq": seq, "changed_at": now,
                     "owner_epoch": self.epoch}
         pod = self.pending.get(uid)
@@ -803,6 +805,6 @@ class CacheOwner:
                 "assumed_at": None, "binding_finished": False,
                 "deadline": None, "phase": ((pod or {}).get("status") or {}).get("phase", ""),
                 "resource_version": meta.get("resourceVersion", ""),
-                "labels": meta.get("labels") or {}, "milli_cpu": 0, "memory": 0,
+                "labels": meta.get("labels") or {}, **pod_request_columns(pod),
                 "priority": int(((pod or {}).get("spec") or {}).get("priority") or 0),
                 "seq": seq, "changed_at": now, "owner_epoch": self.epoch}

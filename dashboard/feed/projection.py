@@ -22,11 +22,12 @@ from dashboard.models import (AuditAction, ComparerRun, NodeRecord, PodRecord, S
 log = logging.getLogger(__name__)
 
 POD_FIELDS = ["namespace", "name", "node", "zone", "state", "binding_finished", "assumed_at",
-              "deadline", "phase", "resource_version", "labels", "milli_cpu", "memory", "priority", "seq",
-              "changed_at", "owner_epoch"]
+              "deadline", "phase", "resource_version", "labels", "milli_cpu", "memory",
+              "scalar_resources", "priority", "seq", "changed_at", "owner_epoch"]
 NODE_FIELDS = ["zone", "tree_index", "has_node", "generation", "pods", "requested",
-               "non_zero_requested", "allocatable", "host_ports", "images", "changed_at",
-               "owner_epoch"]
+               "non_zero_requested", "allocatable", "host_ports", "images", "labels", "taints",
+               "conditions", "unschedulable", "cpu_percent", "memory_percent", "gpu_percent",
+               "changed_at", "owner_epoch"]
 TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state",
                      "to_state", "cause", "actor", "generation"]
 _CHUNK = 2000

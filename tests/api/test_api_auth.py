@@ -87,3 +87,26 @@ def test_the_schema_and_docs_are_served(api):
     assert pods["200"]["content"]["application/json"]["schema"]["$ref"].endswith("PodPageOut")
     assert schema["components"]["schemas"]["PodPageOut"]["examples"]
     assert api.get("/api/v1/docs").status_code == 200
+
+
+@pytest.mark.parametrize("header", [None, "Bearer sv_not-a-token"])
+@pytest.mark.parametrize("path", ACTIONS)
+def test_a_change_without_a_good_token_is_401_not_a_csrf_failure(web, header, path):
+    """As a tool calls: no session, so no CSRF token either; the schema says 401."""
+    headers = {"HTTP_AUTHORIZATION": header} if header else {}
+    tool = Client(enforce_csrf_checks=True, **headers)
+    assert "Bearer" in error_of(tool.post(path, {}, content_type="application/json"), 401)
+    assert not AuditAction.objects.exists()
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_unknown_paths_and_methods_under_the_api_answer_json(api, client, web, settings, debug):
+    settings.DEBUG = debug       # never Django's debug page listing every URL
+    for caller in (api, client):
+        response = caller.get("/api/v1/no-such-thing")
+        assert "no API endpoint /api/v1/no-such-thing" in error_of(response, 404)
+    response = api.get("/api/v1/pods/uid-web/forget")
+    assert "GET is not allowed" in error_of(response, 405)
+    assert response["Allow"] == "POST"
+    response = api.delete("/api/v1/pods")
+    assert error_of(response, 405) and response["Allow"] == "GET"

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.config import SchemathesisConfig
-from schemathesis.specs.openapi.checks import negative_data_rejection
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from apihelpers import pod_record
 
@@ -47,7 +47,11 @@ def test_no_input_makes_the_api_fail(owner, api_token, mode):
     assert sum(map(strict, operations)) == 11
     for operation in operations:
         checks = None if strict(operation) else [not_a_server_error]
-        excluded = [negative_data_rejection] if mode == GenerationMode.NEGATIVE else None
+        excluded = [negative_data_rejection] if mode == GenerationMode.NEGATIVE else []
+        if operation.definition.raw.get("operationId") == "list_pods":
+            # A page number past the last and a cursor the list did not make are 400s the
+            # schema cannot express (both depend on the data); everything else must pass.
+            excluded.append(positive_data_acceptance)
 
         @given(case=operation.as_strategy(generation_mode=mode))
         @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

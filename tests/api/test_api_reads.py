@@ -6,7 +6,6 @@ import time
 import orjson
 import pytest
 
-from dashboard import pod_query
 from dashboard.feed.commands import redis_client
 from dashboard.feed.owner import STATUS_KEY, STATUS_TTL
 from dashboard.models import ComparerRun, SnapshotSample, Transition
@@ -55,11 +54,32 @@ def test_the_pod_list_filters_and_sorts(api, pods, query, expected):
     assert names(api.get(f"/api/v1/pods?{query}")) == expected
 
 
-def test_past_the_count_cap_the_count_is_a_lower_bound(api, pods, monkeypatch):
-    monkeypatch.setattr(pod_query, "COUNT_CAP", 3)
-    body = api.get("/api/v1/pods?per_page=2").json()
-    assert (body["count"], body["count_capped"], body["pages"]) == (3, True, 2)
-    assert api.get("/api/v1/pods?state=Assumed").json()["count_capped"] is False
+def test_the_pod_list_walks_by_cursor_to_the_last_page_and_back(api, pods):
+    first = api.get("/api/v1/pods?per_page=2").json()
+    assert (first["count"], first["count_capped"], first["first"]) == (5, False, 1)
+    assert first["prev_cursor"] is None
+    seen, body = [i["name"] for i in first["items"]], first
+    while body["next_cursor"]:
+        body = api.get(f"/api/v1/pods?per_page=2&cursor={body['next_cursor']}").json()
+        assert body["next_page"] is None          # cursors lead to cursors
+        seen += [i["name"] for i in body["items"]]
+    assert seen == ["db-1", "queue-1", "stuck-1", "web-1", "web-2"]
+    last = api.get(f"/api/v1/pods?per_page=2&cursor={first['last_cursor']}").json()
+    assert [i["name"] for i in last["items"]] == ["web-1", "web-2"]
+    assert (last["first"], last["next_cursor"]) == (4, None)
+    before = api.get(f"/api/v1/pods?per_page=2&cursor={last['prev_cursor']}").json()
+    assert [i["name"] for i in before["items"]] == ["queue-1", "stuck-1"]
+
+
+def test_a_page_number_past_the_last_is_a_400_naming_the_last(api, pods):
+    assert api.get("/api/v1/pods?per_page=2&page=3").status_code == 200
+    assert "page: 4 is past the last page, 3" in error_of(
+        api.get("/api/v1/pods?per_page=2&page=4"), 400)
+    cursor = api.get("/api/v1/pods").json()["last_cursor"]
+    assert "not both" in error_of(api.get(f"/api/v1/pods?page=2&cursor={cursor}"), 400)
+    assert "made for sort 'name'" in error_of(
+        api.get(f"/api/v1/pods?sort=node&cursor={cursor}"), 400)
+    assert "not a cursor" in error_of(api.get("/api/v1/pods?cursor=abc"), 400)
 
 
 def test_the_pod_list_pages_through_without_overlap(api, pods):
@@ -231,3 +251,33 @@ def test_bad_event_queries_are_400(api, query):
     else:
         error_of(response, 400)
     assert Transition.objects.count() == 1
+
+
+def test_a_node_has_its_labels_taints_and_conditions_and_a_pod_its_gpus(api):
+    node_record("gpu-1", labels={"pool": "gpu"}, unschedulable=True,
+                taints=[{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+                conditions=[{"type": "Ready", "status": "True"}])
+    pod_record("job", state="Pending", node="", milli_cpu=1000, memory=4 << 30,
+               scalar_resources={"nvidia.com/gpu": 64})
+    body = api.get("/api/v1/nodes/gpu-1").json()
+    assert (body["labels"], body["taints"], body["conditions"], body["unschedulable"]) == (
+        {"pool": "gpu"}, [{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+        [{"type": "Ready", "status": "True"}], True)
+    job = api.get("/api/v1/pods?state=Pending").json()["items"][0]
+    assert (job["milli_cpu"], job["memory"], job["scalar_resources"]) == (
+        1000, 4 << 30, {"nvidia.com/gpu": 64})
+
+
+def test_the_node_list_filters_and_sorts_as_the_nodes_page(api):
+    node_record("n1", labels={"pool": "web"}, cpu_percent=90.0)
+    node_record("n2", labels={"pool": "gpu"}, cpu_percent=20.0, gpu_percent=50.0,
+                taints=[{"key": "gpu", "value": "", "effect": "NoSchedule"}])
+    node_record("n3", cpu_percent=55.0)
+    assert names(api.get("/api/v1/nodes?sort=-cpu")) == ["n1", "n3", "n2"]
+    assert names(api.get("/api/v1/nodes?label=pool")) == ["n1", "n2"]
+    assert names(api.get("/api/v1/nodes?label=pool%3Dgpu")) == ["n2"]
+    assert names(api.get("/api/v1/nodes?taint=noschedule")) == ["n2"]
+    assert names(api.get("/api/v1/nodes?use=cpu&above=50")) == ["n1", "n3"]
+    assert names(api.get("/api/v1/nodes?use=gpu&above=1")) == ["n2"]
+    assert "label: a key" in error_of(api.get("/api/v1/nodes?label=%3Dx"), 400)
+    assert "use" in error_of(api.get("/api/v1/nodes?use=disk"), 400)

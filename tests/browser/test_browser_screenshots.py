@@ -1,5 +1,9 @@
-"""Each main view renders in a laptop-sized browser without errors; a full-page screenshot
-of each is kept (the folder is printed at the end of the run) for people and CI artifacts."""
+"""Each view renders in a laptop-sized browser without errors and without scrolling
+sideways, detail pages included, also with the longest names Kubernetes allows and a
+node with many labels and taints; a full-page screenshot of each is kept (the folder is
+printed at the end of the run) for people and CI artifacts."""
+from datetime import datetime, timezone
+
 import pytest
 from playwright.sync_api import expect
 
@@ -17,7 +21,47 @@ VIEWS = {
     "events": "/events/",
     "pools": "/pools/",
     "statuses": "/statuses/",
+    "heatmap": "/heatmap/",
+    "heatmap-gpu": "/heatmap/?metric=gpu",
+    "pods-long-names": "/pods/?namespace={long_namespace}",
+    "pod-long-names": "/pods/{long_pod}/",
+    "node-long-names": "/nodes/{long_node}/",
+    "nodes-long-names": "/nodes/?label={long_label}",
+    "events-long-names": "/events/?namespace={long_namespace}",
 }
+# The longest a Kubernetes name may be: a namespace 63 characters, a pod or node 253.
+LONG_NAMESPACE = "n" * 63
+LONG_NODE = ".".join(["a" * 63] * 3) + "." + "b" * 61
+LONG_POD = "p" * 253
+LONG_LABEL = "example.com/" + "k" * 63
+
+
+@pytest.fixture(scope="module")
+def long_names(stack, django_db_blocker):
+    """A pod and its node with the longest names, many labels and taints, written into the
+    read model and history (committed; deleted afterwards)."""
+    from dashboard.models import NodeRecord, PodRecord, Transition
+    labels = {f"{LONG_LABEL}-{i}": "v" * 63 for i in range(12)}
+    taints = [{"key": f"{LONG_LABEL}-{i}", "value": "v" * 63, "effect": "NoSchedule"}
+              for i in range(6)]
+    with django_db_blocker.unblock():
+        NodeRecord.objects.create(name=LONG_NODE, zone="zone-" + "z" * 60, labels=labels,
+                                  taints=taints, cpu_percent=40.0, conditions=[
+                                      {"type": "Ready", "status": "True",
+                                       "reason": "KubeletReady", "message": "m " * 200}])
+        PodRecord.objects.create(uid="long-pod", namespace=LONG_NAMESPACE, name=LONG_POD,
+                                 state="Added", node=LONG_NODE, labels=labels)
+        top = Transition.objects.order_by("-seq").values_list("seq", flat=True).first() or 0
+        Transition.objects.create(seq=top + 10**9, at=datetime.now(timezone.utc),
+                                  kind="pod_added", key="long-pod", namespace=LONG_NAMESPACE,
+                                  name=LONG_POD, node=LONG_NODE, from_state="Initial",
+                                  to_state="Added", cause="watch")
+    yield {"long_namespace": LONG_NAMESPACE, "long_pod": "long-pod", "long_node": LONG_NODE,
+           "long_label": f"{LONG_LABEL}-0"}
+    with django_db_blocker.unblock():
+        PodRecord.objects.filter(uid="long-pod").delete()
+        NodeRecord.objects.filter(name=LONG_NODE).delete()
+        Transition.objects.filter(key="long-pod").delete()
 
 
 @pytest.fixture(scope="module")
@@ -28,10 +72,10 @@ def bound_pod(kube):
 
 
 @pytest.mark.parametrize("view", VIEWS)
-def test_each_main_view_renders_and_is_kept_as_a_screenshot(page, bound_pod, screenshot_dir,
-                                                            view):
+def test_each_view_renders_fits_the_width_and_is_kept_as_a_screenshot(
+        page, bound_pod, long_names, screenshot_dir, view):
     uid, node = bound_pod
-    response = page.goto(VIEWS[view].format(pod=uid, node=node))
+    response = page.goto(VIEWS[view].format(pod=uid, node=node, **long_names))
     assert response.status == 200, f"{view} answered {response.status}"
     expect(page.locator("main h1")).not_to_be_empty()
     # Usable on a laptop: the page fits the window's width, nothing scrolls sideways.

@@ -276,3 +276,36 @@ def test_a_new_leader_is_the_first_event_of_its_history(owner, writer):
                        "actor": "owner-b"}
     assert rows[1]["seq"] == 102 and rows[1]["kind"] == "node_added"
     assert owner.status()["seq"] == rows[-1]["seq"]
+
+
+def test_pending_forgotten_and_expired_pods_keep_their_requests(owner, writer):
+    """The 64-GPU job shows what it asks for while it waits, and a pod that left the
+    cache still says what it asked for."""
+    job = pod("gpu-job", requests={"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": "64"})
+    small = pod("small", requests={"cpu": "250m", "memory": "256Mi"})
+    synced(owner, nodes("n1"), [job, small])
+    command(owner, "assume", {"uid": uid(small), "node": "n1"}, "tool")
+    command(owner, "forget", {"uid": uid(small), "strict": True}, "bob")
+    flushed(owner, writer)
+    rows = {r.name: r for r in PodRecord.objects.all()}
+    assert (rows["gpu-job"].state, rows["gpu-job"].milli_cpu, rows["gpu-job"].memory,
+            rows["gpu-job"].scalar_resources) == ("Pending", 1000, 4 << 30,
+                                                  {"nvidia.com/gpu": 64})
+    assert (rows["small"].state, rows["small"].milli_cpu, rows["small"].memory) == (
+        "Forgotten", 250, 256 << 20)
+
+
+def test_node_rows_carry_labels_taints_conditions_and_utilisation(owner, writer):
+    gpu_node = make_node("g1", gpus=8, taints=[{"key": "gpu", "value": "yes",
+                                                 "effect": "NoSchedule"}], labels={"pool": "a"})
+    busy = pod("busy", "g1", requests={"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"})
+    synced(owner, [gpu_node, *nodes("n1")], [busy])
+    flushed(owner, writer)
+    g1, n1 = NodeRecord.objects.get(name="g1"), NodeRecord.objects.get(name="n1")
+    assert g1.labels["pool"] == "a" and g1.taints == [
+        {"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    assert {c["type"] for c in g1.conditions} >= {"Ready"} and not g1.unschedulable
+    assert g1.cpu_percent == round(100 * 8000 / g1.allocatable["milli_cpu"], 1)
+    assert g1.memory_percent == round(100 * (32 << 30) / g1.allocatable["memory"], 1)
+    assert g1.gpu_percent == 25.0
+    assert (n1.cpu_percent, n1.gpu_percent) == (0.0, None)    # no GPUs: no GPU use

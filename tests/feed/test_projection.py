@@ -19,7 +19,7 @@ def row(name, state, seq):
     return {"namespace": "team", "name": name, "node": "n1", "zone": "", "state": state,
             "binding_finished": False, "assumed_at": None, "deadline": None, "phase": "Running",
             "resource_version": str(seq), "labels": {}, "milli_cpu": 0, "memory": 0,
-            "priority": 0, "seq": seq, "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}
+            "scalar_resources": {}, "priority": 0, "seq": seq, "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}
 
 
 def transition(seq, key):
@@ -97,7 +97,9 @@ def test_rows_read_back_as_written_json_times_and_nulls_included():
     node = {"zone": "z1", "tree_index": 3, "has_node": True, "generation": 9, "pods": 1,
             "requested": {"milli_cpu": 100}, "non_zero_requested": {"milli_cpu": 100},
             "allocatable": {"milli_cpu": 4000, "pods": 110}, "host_ports": [["TCP", 80]],
-            "images": 2, "changed_at": "2026-11-22T10:00:01Z", "owner_epoch": 1}
+            "images": 2, "labels": {"zone": "z1"}, "taints": [], "conditions": [],
+            "unschedulable": False, "cpu_percent": 2.5, "memory_percent": None,
+            "gpu_percent": None, "changed_at": "2026-11-22T10:00:01Z", "owner_epoch": 1}
     projection.write(Batch(pods={"a": pod, "b": row("b", "Added", 8)}, nodes={"n1": node},
                            transitions=[transition(7, "a")]))
     a = PodRecord.objects.get(uid="a")

@@ -28,8 +28,9 @@ def resources(cpu=0, memory=0, pods=0, ephemeral=0, **scalars):
 
 def node(name, zone="region-1/zone-a", tree_index=0, *, requested=None, non_zero=None,
          allocatable=None, pods=0, has_node=True, generation=1, host_ports=(), images=0,
-         changed_at=None):
-    return NodeRecord.objects.create(
+         changed_at=None, **details):
+    """`details`: labels, taints, conditions, unschedulable, cpu_percent, ..."""
+    return NodeRecord.objects.create(**details,
         name=name, zone=zone, tree_index=tree_index, has_node=has_node, pods=pods,
         generation=generation, requested=requested or resources(),
         non_zero_requested=non_zero or requested or resources(),

@@ -73,7 +73,7 @@ def test_a_filter_that_can_match_nothing_is_refused(viewer_client, query, says):
     some_history()
     _, html = get(viewer_client, f"/events/?{query}", status=400)
     assert says in unescape(html) and 'class="error"' in html
-    assert "ws-connect" not in html and "<tr id=\"event-" not in html
+    assert "ws-connect=\"/ws/events/" not in html and "<tr id=\"event-" not in html
 
 
 def test_the_page_shows_the_newest_hundred(viewer_client, monkeypatch):
@@ -128,3 +128,12 @@ def test_an_owner_taking_over_is_an_event_of_its_own(viewer_client):
     assert seqs(html) == [6]
     row = html.split('<tr id="event-6"')[1].split("</tr>")[0]
     assert "owner-b" in row and "/nodes/owner-b/" not in row and "/pods/" not in row
+
+
+def test_a_forget_is_named_as_the_pods_timeline_names_it(viewer_client):
+    transition(1, "pod_forgotten", key="uid-f", namespace="web", node="n1", cause="bind",
+               from_state="Assumed", to_state="Initial")
+    _, events = get(viewer_client, "/events/")
+    _, timeline = get(viewer_client, "/pods/uid-f/")
+    assert "Assumed → Forgotten" in events and "Assumed → Initial" not in events
+    assert "Assumed → Forgotten" in timeline

@@ -6,6 +6,7 @@ import re
 import pytest
 
 from dashboard import node_reads, read_model
+from dashboard.node_query import NodeFilters
 from dashboard.feed.commands import CommandServer, redis_client, COMMANDS_KEY
 from dashboard.feed.owner import CacheOwner, STATUS_KEY
 from nodepages import GIB, MIB, get, node, pod, report_owner, resources, squash
@@ -71,11 +72,11 @@ def test_nodes_are_paged_and_the_socket_knows_the_page(viewer_client, monkeypatc
         node(name)
     response, html = get(viewer_client, "/nodes/")
     assert [r.name for r in response.context["nodes"].rows] == ["n1", "n2"]
-    assert "Page 1 of 2" in html and 'ws-connect="/ws/nodes/?page=1"' in html
+    assert "Page 1 of 2" in html and 'ws-connect="/ws/nodes/?"' in html
     response, html = get(viewer_client, "/nodes/?page=2")
     assert [r.name for r in response.context["nodes"].rows] == ["n3"]
     assert 'ws-connect="/ws/nodes/?page=2"' in html
-    assert node_reads.page_names(2) == ["n3"]
+    assert node_reads.page_names(NodeFilters(page=2)) == ["n3"]
 
 
 def test_an_htmx_refresh_gets_the_table_alone(viewer_client):
@@ -112,7 +113,7 @@ def test_a_nodes_page_shows_its_aggregates_ports_and_pods(viewer_client):
     assert '<a href="/pods/p-assumed/">p-assumed</a>' in html
     assert '<a href="/pods/p-added/">p-added</a>' in html
     assert "p-expired" not in html and "p-elsewhere" not in html
-    assert "500m" in html and "512 MiB" in html
+    assert "0.5 cores" in html and "512 MiB" in html
     assert "3 images; their names come from the cache owner: no live owner to list them." in html
     assert 'ws-connect="/ws/nodes/n1/"' in html
     assert '<a href="/events/?node=n1">' in html
@@ -168,7 +169,7 @@ def test_the_owner_refuses_an_unknown_node():
 def test_bad_or_unknown_names_get_a_page_that_says_so(viewer_client, url, status, says):
     node("n1")
     _, html = get(viewer_client, url, status=status)
-    assert says in unescape(html) and 'class="error"' in html and "ws-connect" not in html
+    assert says in unescape(html) and 'class="error"' in html and "ws-connect=\"/ws/nodes/" not in html
 
 
 def test_pages_need_a_login(client):
@@ -197,3 +198,17 @@ def test_requests_with_nothing_allocatable_read_as_over_commit():
     assert forced.percent_text == "over-commit: none allocatable"
     assert read_model.Usage(0, 0, "", digits=0).percent_text == "0%"
     assert read_model.Usage(1, 4, "", digits=0).percent_text == "25%"
+
+
+def test_a_nodes_page_shows_its_labels_taints_and_conditions(viewer_client):
+    node("g1", labels={"pool": "gpu", "kubernetes.io/os": "linux"}, unschedulable=True,
+         taints=[{"key": "nvidia.com/gpu", "value": "", "effect": "NoSchedule"}],
+         conditions=[{"type": "Ready", "status": "False", "reason": "KubeletNotReady",
+                      "message": "container runtime is down"}])
+    _, html = get(viewer_client, "/nodes/g1/")
+    assert '<code class="label">nvidia.com/gpu:NoSchedule</code>' in html
+    assert ('<a href="/nodes/?label=pool%3Dgpu"><code class="label">pool=gpu</code></a>'
+            in html)
+    assert "cordoned (unschedulable)" in html
+    assert re.search(r"<th scope=\"row\">Ready</th><td>False</td><td>KubeletNotReady</td>"
+                     r"<td class=\"wrap\">container runtime is down</td>", html)

@@ -1,5 +1,7 @@
 """Nodes, a node, the zones and the snapshot pages, live over the real Redis channel layer:
 each pushes what changed for it, and stays quiet for flushes that do not concern it."""
+import re
+
 import pytest
 from channels.db import database_sync_to_async
 
@@ -130,3 +132,35 @@ async def test_a_nodes_images_are_asked_again_only_when_the_node_changes(redis_u
             assert len(asked) == 2
     finally:
         redis_client().delete(COMMANDS_KEY)
+
+
+@database_sync_to_async
+def set_cpu_use(name, percent):
+    NodeRecord.objects.filter(name=name).update(cpu_percent=percent)
+
+
+@pytest.mark.asyncio
+async def test_the_heat_map_gets_the_cells_that_moved_and_its_legend(redis_url, ws_headers):
+    await nodes("n1", "n2", cpu_percent=10.0)
+    async with socket("/ws/heatmap/?metric=cpu", ws_headers) as ws:
+        await set_cpu_use("n2", 99.0)
+        await flush([event(1, node="n2")])
+        html = await ws.receive_from(timeout=WAIT)
+        assert html.strip().startswith('<ul id="heat-legend"')
+        assert re.findall(r'<a id="heat-([^"]+)" class="h-([^"]+)"', html) == [("n2", "4")]
+        await nodes("n3")
+        await flush([event(2, "node_added", key="n3", node="")])
+        html = await ws.receive_from(timeout=WAIT)
+        assert html.strip().startswith('<div id="heat-body">') and 'id="heat-n3"' in html
+    assert await refused("/ws/heatmap/?metric=disk", ws_headers) == BAD_INPUT
+
+
+@pytest.mark.asyncio
+async def test_the_headers_sequence_number_follows_the_owner(redis_url, ws_headers):
+    await database_sync_to_async(report_owner)(seq=41)
+    async with socket("/ws/header/", ws_headers) as ws:
+        await database_sync_to_async(report_owner)(seq=42)
+        await flush([event(42)])
+        html = await ws.receive_from(timeout=WAIT)
+        assert html.strip().startswith('<p class="source" id="owner-source">')
+        assert "seq 42" in html

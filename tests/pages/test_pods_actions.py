@@ -25,7 +25,7 @@ def test_an_operator_forgets_an_assumed_pod_after_confirming(real_owner, operato
     html = asked.content.decode()
     assert asked.status_code == 200 and 'id="confirm"' in html
     assert re.search(r'Pods</th><td class="num">2</td><td class="num">1</td>', html)
-    assert re.search(r'Requested CPU</th><td class="num">1500m</td><td class="num">1000m</td>',
+    assert re.search(r'Requested CPU</th><td class="num">1.5 cores</td><td class="num">1 core</td>',
                      html)
     assert owner.cache.pod_state({"metadata": {"uid": uid}}) == "Assumed"
     assert not AuditAction.objects.exists()

@@ -13,10 +13,10 @@ def test_the_pod_requests_come_off_the_node_and_one_pod_less():
     assert result.before == Aggregates(4, 2000, 1024 * MIB, 2100, 1224 * MIB)
     assert result.after == Aggregates(3, 1500, 768 * MIB, 1600, 968 * MIB)
     assert [(c.label, c.before, c.after) for c in result.changes] == [
-        ("Pods", "4", "3"), ("Requested CPU", "2000m", "1500m"),
-        ("Requested memory", "1024 MiB", "768 MiB"),
-        ("Non-zero requested CPU", "2100m", "1600m"),
-        ("Non-zero requested memory", "1224 MiB", "968 MiB")]
+        ("Pods", "4", "3"), ("Requested CPU", "2 cores", "1.5 cores"),
+        ("Requested memory", "1,024 MiB", "768 MiB"),
+        ("Non-zero requested CPU", "2.1 cores", "1.6 cores"),
+        ("Non-zero requested memory", "1,224 MiB", "968 MiB")]
 
 
 def test_a_pod_without_requests_counts_the_schedulers_defaults_as_non_zero():

@@ -4,9 +4,9 @@ from datetime import timedelta
 import pytest
 from django.http import QueryDict
 
-from dashboard import pod_query
-from dashboard.pod_query import (MAX_PER_PAGE, BadFilter, PodFilters,
-                                 query_pods)
+from dashboard.models import PodRecord
+from dashboard.pod_query import (MAX_PER_PAGE, BadFilter, PodFilters, encode_cursor,
+                                 namespaces, query_pods)
 from podpages import T0, pod
 
 pytestmark = pytest.mark.django_db
@@ -68,13 +68,95 @@ def test_every_sort_both_ways_with_ties_broken_by_uid():
     assert uids({"sort": "state"}) == ["a", "b", "c"]
 
 
-def test_pages_hold_per_page_rows_and_a_page_past_the_end_is_the_last():
+def test_page_numbers_hold_per_page_rows_and_one_past_the_last_is_refused():
     for i in range(7):
         pod(f"p{i}")
     listing = query_pods(PodFilters.parse({"per_page": "3", "page": "2"}), NOW)
     assert [row.uid for row in listing.rows] == ["p3", "p4", "p5"]
-    assert listing.total == 7 and listing.page.paginator.num_pages == 3
-    assert [row.uid for row in query_pods(PodFilters(per_page=3, page=99), NOW).rows] == ["p6"]
+    assert (listing.total, listing.pages, listing.number, listing.shown) == (7, 3, 2, (4, 6))
+    assert [row.uid for row in query_pods(PodFilters(per_page=3, page=3), NOW).rows] == ["p6"]
+    with pytest.raises(BadFilter, match=r"page: 4 is past the last page, 3 \(7 pods"):
+        query_pods(PodFilters(per_page=3, page=4), NOW)
+    assert query_pods(PodFilters(page=1), NOW).rows    # the first page always exists
+    assert query_pods(PodFilters(state="Expired", page=1), NOW).shown == (0, 0)
+
+
+def walk(filters, which):
+    """The uids of every page, following `which` cursor from the first (or last) page."""
+    pages = []
+    listing = query_pods(filters, NOW)
+    while True:
+        pages.append([row.uid for row in listing.rows])
+        cursor = listing.cursors[which]
+        if cursor is None:
+            return pages
+        listing = query_pods(PodFilters.parse({**_params(filters), "cursor": cursor}), NOW)
+
+
+def _params(filters):
+    return {"sort": filters.sort, "per_page": str(filters.per_page), "state": filters.state}
+
+
+@pytest.mark.parametrize("sort", ["name", "-name", "changed", "-cpu", "node", "-priority"])
+def test_cursors_walk_every_page_both_ways_without_overlap(sort):
+    for i in range(11):
+        pod(f"p{i:02}", node=f"n{i % 3}", priority=i % 4, milli_cpu=100 * (i % 5),
+            changed_at=T0 + timedelta(seconds=i % 6))
+    everything = uids({"sort": sort, "per_page": "500"})
+    forwards = walk(PodFilters(sort=sort, per_page=3), "next")
+    assert [len(page) for page in forwards] == [3, 3, 3, 2]
+    assert sum(forwards, []) == everything
+    last = query_pods(PodFilters.parse({"sort": sort, "per_page": "3",
+                                        "cursor": query_pods(PodFilters(sort=sort), NOW)
+                                        .cursors["last"]}), NOW)
+    assert [row.uid for row in last.rows] == everything[-3:]
+    assert (last.shown, last.has_next, last.has_previous) == ((9, 11), False, True)
+    backwards = walk(last.filters, "previous")
+    assert sum(backwards[::-1], []) == everything
+    assert [len(page) for page in backwards] == [3, 3, 3, 2]
+
+
+def test_a_cursor_page_knows_where_it_stands():
+    for i in range(10):
+        pod(f"p{i}")
+    second = query_pods(PodFilters.parse(
+        {"per_page": "4", "cursor": query_pods(PodFilters(per_page=4), NOW).cursors["next"]}),
+        NOW)
+    assert [row.uid for row in second.rows] == ["p4", "p5", "p6", "p7"]
+    assert (second.shown, second.number, second.pages) == ((5, 8), 2, 3)
+    assert "cursor=" in second.links["next"] and "cursor" not in second.links["first"]
+
+
+def test_a_cursor_whose_row_is_gone_still_finds_its_place():
+    for i in range(6):
+        pod(f"p{i}")
+    first = query_pods(PodFilters(per_page=2), NOW)
+    PodRecord.objects.filter(uid="p1").delete()     # the row the cursor names
+    after = query_pods(PodFilters(per_page=2, cursor=first.cursors["next"]), NOW)
+    assert [row.uid for row in after.rows] == ["p2", "p3"] and after.shown == (2, 3)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"cursor": "not-a-cursor"}, "cursor: not a cursor of this list"),
+    ({"cursor": encode_cursor("sideways", "name", None)}, "cursor: not a cursor of this list"),
+    ({"cursor": encode_cursor("after", "name", ["a"])}, "cursor: not a cursor of this list"),
+    ({"cursor": encode_cursor("after", "changed", ["yesterday", "u"])},
+     "cursor: not a cursor of this list"),
+    ({"cursor": encode_cursor("before", "node", None)}, "cursor: made for sort 'node', not 'name'"),
+    ({"cursor": encode_cursor("before", "name", None), "page": "2"},
+     "cursor: give a cursor or a page number, not both"),
+    ({"cursor": "x" * 2001}, "cursor: text of at most 2000 characters"),
+])
+def test_bad_cursors_are_refused(params, message):
+    with pytest.raises(BadFilter) as refused:
+        PodFilters.parse(params)
+    assert str(refused.value).startswith(message)
+
+
+def test_the_namespaces_are_listed_once_each_in_order():
+    for i, namespace in enumerate(["b", "a", "c", "a", "b"]):
+        pod(f"p{i}", namespace=namespace)
+    assert namespaces() == ["a", "b", "c"]
 
 
 def test_assumed_rows_say_how_long_they_have_and_stuck_ones_stand_out(settings):
@@ -114,14 +196,7 @@ def test_a_page_costs_two_queries_whatever_the_rows(django_assert_num_queries):
     with django_assert_num_queries(2):
         listing = query_pods(PodFilters(state="Added", namespace="team", q="p0"), NOW)
         assert len(listing.rows) == 50
-
-
-def test_the_count_stops_at_the_cap_and_so_do_the_pages(monkeypatch):
-    monkeypatch.setattr(pod_query, "COUNT_CAP", 4)
-    for i in range(6):
-        pod(f"u{i}", "Added", name=f"p{i}")
-    page = query_pods(PodFilters.parse({"per_page": "2", "page": "9"}), NOW)
-    assert (page.total, page.total_capped) == (4, True)
-    assert (page.page.number, page.page.paginator.num_pages) == (2, 2)   # no page past the cap
-    exact = query_pods(PodFilters.parse({"q": "p1"}), NOW)
-    assert (exact.total, exact.total_capped) == (1, False)
+    with django_assert_num_queries(2):        # the last page: the count and the page
+        assert len(query_pods(PodFilters(cursor=listing.cursors["last"]), NOW).rows) == 50
+    with django_assert_num_queries(3):        # a page after a cursor: also where it stands
+        assert len(query_pods(PodFilters(cursor=listing.cursors["next"]), NOW).rows) == 50

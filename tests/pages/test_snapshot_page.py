@@ -77,3 +77,13 @@ def test_an_htmx_refresh_gets_the_section_alone(viewer_client):
     assert fragment.strip().startswith('<section id="snapshot-live">')
     assert fragment.strip() in whole
 
+
+
+def test_long_lists_say_how_many_more_they_hold(viewer_client):
+    for i in range(snapshot_reads.NODES_SHOWN + 30):
+        node(f"n{i:03}", generation=10 + i)
+    sample(5, T0, changed=[f"n{i:03}" for i in range(snapshot_reads.NODES_SHOWN + 7)])
+    _, html = get(viewer_client, "/snapshot/")
+    assert html.count("… and 30 more") == 2          # changed since, most recently changed
+    assert "… and 7 more" in html                      # copied
+    assert f"Copied by this snapshot <small>{snapshot_reads.NODES_SHOWN + 7}</small>" in html

@@ -85,3 +85,15 @@ def test_digested_pods_are_refused_like_mappings_and_change_nothing():
     with pytest.raises(CacheCorruptedError):
         cache.update_pod_info(crossed(b.on_node(b.new_version(added), "node-2")))
     assert nodes_view(cache) == before and cache.pod_count() == 1
+
+
+def test_tolerations_are_kept_once_for_every_pod_with_the_same_ones():
+    tolerations = [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                    "effect": "NoExecute", "tolerationSeconds": 300}]
+    first, second = (dict(rich_pod(name)) for name in ("a", "b"))
+    for pod in (first, second):
+        pod["spec"] = dict(pod["spec"], tolerations=[dict(t) for t in tolerations])
+    a, b_ = make_pod_info(first), crossed(second)
+    assert a.pod["spec"]["tolerations"] == tolerations == b_.pod["spec"]["tolerations"]
+    assert a.tolerations is b_.tolerations          # one frozen copy, shared
+    assert "tolerations" not in make_pod_info(rich_pod("c")).pod["spec"]
