@@ -13,6 +13,7 @@ from django.db.models.fields.json import KeyTransform
 
 from dashboard.models import NodeRecord
 from dashboard.query_params import query_string, texts, whole_number
+from dashboard.read_model import MAX_PAGE
 
 MAX_TEXT = 316            # a qualified label key (253 prefix + "/" + 63 name) or a value
 RESOURCES = {"cpu": "cpu_percent", "memory": "memory_percent", "gpu": "gpu_percent"}
@@ -49,7 +50,7 @@ class NodeFilters:
         if values.get("label", "x").startswith("="):
             raise BadNodeFilter("label: a key, or key=value")
         values["above"] = whole_number(params, "above", 0, 0, 1000, BadNodeFilter)
-        values["page"] = whole_number(params, "page", 1, 1, 1_000_000, BadNodeFilter)
+        values["page"] = whole_number(params, "page", 1, 1, MAX_PAGE, BadNodeFilter)
         return cls(**values)
 
     def query(self, **changes) -> str:

@@ -30,11 +30,10 @@ from django.db.models.expressions import RawSQL
 
 from dashboard.models import PodRecord, PodState
 from dashboard.query_params import query_string, texts, whole_number
-from dashboard.read_model import STATES, ago, cpu_text, memory_text
+from dashboard.read_model import MAX_PAGE, STATES, ago, cpu_text, memory_text
 
 PER_PAGE = 50
 MAX_PER_PAGE = 500
-MAX_PAGE = 1_000_000
 MAX_TEXT = 253                       # a Kubernetes name's limit
 MAX_CURSOR = 2000                    # a cursor holds at most a few names and a uid
 

@@ -15,13 +15,13 @@ from dashboard.api.errors import ApiError
 from dashboard.api.schemas import (READ_ERRORS, ErrorOut, Filter, Name, NodeDetailOut,
                                    NodePageOut, refuse_repeated)
 from dashboard.models import NodeRecord, PodRecord
+from dashboard.read_model import MAX_PAGE
 from dashboard.node_query import RESOURCES, SORT_CHOICES, BadNodeFilter, NodeFilters
 
 router = Router(tags=["nodes"])
 
 PER_PAGE = 200
 MAX_PER_PAGE = 1000
-MAX_PAGE = 1_000_000
 
 
 class NodeQuery(Schema):
