@@ -119,7 +119,7 @@ def test_overview_counts_what_expired_or_was_forgotten_in_the_last_five_minutes(
     response, html = page(client, "/")
     assert response.context["overview"].recent == read_model.RecentOutcomes(2, 1, 5)
     assert ("In the last 5 minutes: <strong>2</strong> expired, "
-            "<strong>1</strong> forgotten.") in squash(html)
+            "<strong>1</strong> forgotten (each counted") in squash(html)
 
 
 def test_overview_shows_a_live_owner(client, owner):
