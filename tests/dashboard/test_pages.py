@@ -102,9 +102,10 @@ def test_overview_counts_pods_by_state(client):
     assert response.context["overview"].pods == read_model.PodCounts(
         pending=3, assumed=4, binding_finished=1, added=5, expired=1, forgotten=2)
     html = squash(html)
-    for state, count in [("Pending", 3), ("Assumed", 4), ("Added", 5), ("Expired", 1),
-                         ("Forgotten", 2)]:
-        assert f'<a href="/pods/?state={state}">{state}</a></dt><dd>{count}</dd>' in html
+    for state, label, count in [("Pending", "Pending", 3), ("Assumed", "Assumed", 4),
+                                ("Added", "Added", 5), ("Expired", "Expired now", 1),
+                                ("Forgotten", "Forgotten now", 2)]:
+        assert f'<a href="/pods/?state={state}">{label}</a></dt><dd>{count}</dd>' in html
     assert "1 binding finished" in html
 
 
