@@ -105,7 +105,7 @@ class PodFilters:
     def records(self):
         """The filtered, sorted queryset of PodRecords (only the columns rows print)."""
         records = PodRecord.objects.only(
-            "uid", "namespace", "name", "state", "node", "zone", "binding_finished",
+            "uid", "namespace", "name", "state", "node", "zone", "binding_finished", "assumed_at",
             "deadline", "milli_cpu", "memory", "scalar_resources", "priority", "changed_at")
         for name in ("state", "namespace", "node", "zone"):
             if getattr(self, name):

@@ -10,4 +10,4 @@ router = Router()
 @router.api_operation(["GET", "POST", "PUT", "PATCH", "DELETE"], "/{path:rest}",
                       include_in_schema=False)
 def unknown(request, rest: str):
-    raise ApiError(404, f"no API operation at {request.path}")
+    raise ApiError(404, f"no API endpoint {request.path[:200]} (see /api/v1/docs)")

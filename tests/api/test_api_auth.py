@@ -102,9 +102,10 @@ def test_a_change_without_a_good_token_is_401_not_a_csrf_failure(web, header, pa
 @pytest.mark.parametrize("debug", [False, True])
 def test_unknown_paths_and_methods_under_the_api_answer_json(api, client, web, settings, debug):
     settings.DEBUG = debug       # never Django's debug page listing every URL
-    for caller in (api, client):
-        response = caller.get("/api/v1/no-such-thing")
-        assert "no API endpoint /api/v1/no-such-thing" in error_of(response, 404)
+    response = api.get("/api/v1/no-such-thing")
+    assert "no API endpoint /api/v1/no-such-thing" in error_of(response, 404)
+    # to a caller without credentials, the API names nothing it has or has not
+    assert "authentication required" in error_of(client.get("/api/v1/no-such-thing"), 401)
     response = api.get("/api/v1/pods/uid-web/forget")
     assert "GET is not allowed" in error_of(response, 405)
     assert response["Allow"] == "POST"

@@ -71,9 +71,9 @@ for _action in ("forget", "expire"):
 
 
 @pytest.fixture
-def schema(client):
-    """The schema as served to tools."""
-    return client.get("/api/v1/openapi.json").json()
+def schema(api):
+    """The schema as served to tools (it needs a token)."""
+    return api.get("/api/v1/openapi.json").json()
 
 
 def documented(schema):
