@@ -28,8 +28,10 @@ LEVEL_VALUE = {health.OK: 0, health.WARN: 1, health.FAIL: 2}
 
 
 def health_context(request):
-    """The banner's health, judged only when a template prints it (full pages)."""
-    if not request.user.is_authenticated:
+    """The banner's health, judged only when a template prints it (full pages), and only for
+    a logged-in user (a page refused before the session is read, a 413, has none)."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
         return {}
     return {"health": SimpleLazyObject(health.current)}
 
