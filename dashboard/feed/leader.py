@@ -94,7 +94,16 @@ class LeaderLease:
         """As a standby: wait until we hold the lease (True) or `stop` is set (False),
         waiting out Redis outages."""
         backoff = RedisBackoff("standby", clock=self.clock)
-        contend_at = 0.0        # after an outage: a lease period after Redis answered again
+        # An owner restarted while its dead self still holds the lease lets the standby
+        # that was already waiting take over first: it contends a lease period later
+        # (otherwise the two race for the lease as it expires). After an outage,
+        # likewise: a lease period after Redis answered again.
+        try:
+            held_by = self.holder() or ""
+        except UNREACHABLE:
+            held_by = ""
+        mine = held_by.rpartition(":")[0] == self.token.rpartition(":")[0]
+        contend_at = self.clock() + self.lease if held_by and mine else 0.0
         while not stop.is_set():
             pause = poll
             if backoff.ready():

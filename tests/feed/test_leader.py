@@ -127,3 +127,26 @@ def test_a_standby_waits_until_the_lease_is_free_or_it_is_told_to_stop(key, endi
         a.release()
     waiter.join(5)
     assert result == [outcome] and b.held() is outcome
+
+
+def test_an_owner_restarted_under_its_dead_self_lets_the_standby_take_over(key):
+    """The supervisor restarts a killed leader within a second, while its lease still
+    lives: the standby that was waiting takes the lease when it expires, not the newcomer,
+    which contends only a lease period after it started (here: much later)."""
+    dead = lease(key, "owner-a", seconds=1.0)
+    assert dead.try_acquire()                               # then it is killed: no renew
+    standby, restarted = lease(key, "owner-b", seconds=1.0), lease(key, "owner-a", seconds=60)
+    stop, won = threading.Event(), []
+    waiters = [threading.Thread(target=lambda w=w: w.wait(stop, poll=0.05) and won.append(w))
+               for w in (restarted, standby)]
+    for waiter in waiters:
+        waiter.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not won and time.monotonic() < deadline:
+            stop.wait(0.05)
+    finally:
+        stop.set()
+        for waiter in waiters:
+            waiter.join(5)
+    assert won == [standby]
