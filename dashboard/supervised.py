@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 import orjson
 import redis
 
-from dashboard.feed.leader import LeaderLease
+from dashboard.feed.leader import LeaderLease, holder_name
 
 CHILDREN_KEY = "schedview:supervisor:children"   # JSON list of ChildState.as_dict()
 
@@ -30,11 +30,6 @@ def clear(client: redis.Redis):
         client.delete(CHILDREN_KEY)
     except redis.RedisError:
         pass    # the embedded Redis is already gone, and the key with it
-
-
-def holder_name(token: str | None) -> str:
-    """The owner's --id from a lease token ("<id>:<random hex>")."""
-    return token.rpartition(":")[0] if token else ""
 
 
 @dataclass(frozen=True)

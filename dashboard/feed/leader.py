@@ -34,6 +34,11 @@ LEASE = 5.0                             # seconds the lease lives without an ext
 MARGIN = 1.0            # seconds before its expiry a leader steps down (a fifth of shorter leases)
 
 
+def holder_name(token: str | None) -> str:
+    """The owner's --id from a lease token ("<id>:<random hex>")."""
+    return token.rpartition(":")[0] if token else ""
+
+
 class LeaderLease:
     def __init__(self, client, key=LEASE_KEY, lease=LEASE, holder=None, clock=time.monotonic):
         self.client = client
@@ -102,8 +107,8 @@ class LeaderLease:
             held_by = self.holder() or ""
         except UNREACHABLE:
             held_by = ""
-        mine = held_by.rpartition(":")[0] == self.token.rpartition(":")[0]
-        contend_at = self.clock() + self.lease if held_by and mine else 0.0
+        mine = held_by and holder_name(held_by) == holder_name(self.token)
+        contend_at = self.clock() + self.lease if mine else 0.0
         while not stop.is_set():
             pause = poll
             if backoff.ready():

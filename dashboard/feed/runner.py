@@ -31,11 +31,11 @@ from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.decoder import DecoderProcess
+from dashboard.feed.leader import holder_name
 from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.models import Transition
-from dashboard.supervised import holder_name
 
 log = logging.getLogger(__name__)
 
