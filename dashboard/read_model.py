@@ -357,12 +357,17 @@ class ComparerResult:
     last_clean_at: object
 
 
+def last_clean(run: ComparerRun) -> ComparerRun | None:
+    """The latest clean comparison, `run` itself when it is clean (no query then)."""
+    return run if run.clean else (ComparerRun.objects.filter(clean=True)
+                                  .order_by("-at", "-id").only("at").first())
+
+
 def latest_comparison() -> ComparerResult | None:
     run = ComparerRun.objects.order_by("-at", "-id").first()
     if run is None:
         return None
-    clean = run if run.clean else (ComparerRun.objects.filter(clean=True)
-                                   .order_by("-at", "-id").only("at").first())
+    clean = last_clean(run)
 
     def counted(fields):
         return [(label, len(run.report.get(key) or ())) for key, label in fields

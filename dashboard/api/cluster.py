@@ -7,7 +7,7 @@ from dashboard.api.schemas import (AUTH_ERRORS, READ_ERRORS, ComparerOut, ErrorO
                                    SnapshotOut, ZonesOut, refuse_repeated)
 from dashboard.models import ComparerRun, NodeRecord, SnapshotSample
 from dashboard.node_reads import next_pick
-from dashboard.read_model import owner_status
+from dashboard.read_model import last_clean, owner_status
 
 router = Router(tags=["cluster"])
 
@@ -70,7 +70,6 @@ def comparer(request):
     if run is None:
         raise ApiError(404, "no comparison has run yet (Celery beat runs one every "
                             "SCHEDVIEW_COMPARE_PERIOD seconds)")
-    clean = run if run.clean else (ComparerRun.objects.filter(clean=True)
-                                   .order_by("-at", "-id").only("at").first())
+    clean = last_clean(run)
     return {"at": run.at, "clean": run.clean, "report": run.report, "error": run.error,
             "last_clean_at": clean.at if clean else None}

@@ -203,7 +203,14 @@ def test_the_comparer_gives_its_latest_report(api):
     ComparerRun.objects.create(at=AT, clean=False, report={"missed_pods": ["a"]})
     ComparerRun.objects.create(at=AT + timedelta(minutes=1), clean=True, report={})
     body = api.get("/api/v1/comparer").json()
-    assert (body["clean"], body["report"]) == (True, {})
+    assert (body["clean"], body["report"], body["error"]) == (True, {}, "")
+    # A failed attempt is the latest; the last clean one is still named.
+    ComparerRun.objects.create(at=AT + timedelta(minutes=2), clean=False, report={},
+                               error="could not list the cluster: ConnectionRefusedError")
+    body = api.get("/api/v1/comparer").json()
+    assert (body["clean"], body["error"]) == (False, "could not list the cluster: "
+                                                     "ConnectionRefusedError")
+    assert body["last_clean_at"].startswith((AT + timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M"))
 
 
 # --- events ---------------------------------------------------------------------------------
