@@ -13,6 +13,7 @@
 The API server's answers are the captures' (shared k8s-wire 43-binding-create-201,
 44-binding-again-409, 45-binding-missing-pod-404).
 """
+from http import HTTPStatus
 import logging
 import os
 import time
@@ -20,30 +21,27 @@ import time
 import orjson
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
 
 from dashboard import binding_metrics, kube
 from dashboard.extender.statuses import bind_info_annotation
+from dashboard.kube_http import KubeHttp, Unreachable, pod_path, status_message
 
 log = logging.getLogger(__name__)
 
 FINISH, FORGET, RETRY = "finish", "forget", "retry"
 
-_api = {}
+_http = {}
 
 
-def core_api():
-    """kube.core_api(), built once per process and cluster setting (it reads the
-    kubeconfig and opens a connection pool: far too slow to do for every bind)."""
+def api_http() -> KubeHttp:
+    """This process's connection to the configured cluster (reading the kubeconfig is far
+    too slow to do for every bind); a new one after a fork or a settings change."""
     key = (os.getpid(), str(settings.SCHEDVIEW_KUBECONFIG), settings.SCHEDVIEW_IN_CLUSTER)
-    api = _api.get(key)
-    if api is None:
-        for old in _api.values():
-            old.api_client.rest_client.close()
-        _api.clear()
-        api = _api[key] = kube.core_api()
-    return api
+    http = _http.get(key)
+    if http is None:
+        _http.clear()
+        http = _http[key] = KubeHttp(kube.api_client().configuration)
+    return http
 
 
 def binding(uid: str, namespace: str, name: str, node: str) -> dict:
@@ -73,38 +71,38 @@ def bind_once(uid: str, namespace: str, name: str, node: str,
 
 
 def _bind_once(uid, namespace, name, node, timeout):
-    api = core_api()
+    http = api_http()
+    body = orjson.dumps(binding(uid, namespace, name, node))
     try:
-        response = api.create_namespaced_pod_binding(
-            name, namespace, binding(uid, namespace, name, node),
-            _preload_content=False, _request_timeout=timeout)
-        response.read()   # a 201 Status (non-2xx raise ApiException); frees the connection
-        response.release_conn()
+        status, answer = http.request("POST", pod_path(namespace, name, "binding"), body,
+                                      timeout=timeout)
+    except Unreachable as e:
+        return RETRY, f"binding failed: {e}"
+    if 200 <= status < 300:
         return FINISH, "bound"
-    except ApiException as e:
-        status = e.status
-        if status == 404:
-            return FORGET, "pod not found"
-        if status == 409:
-            return _conflict(api, uid, namespace, name, node, timeout)
-        if status == 429 or (status or 0) >= 500 or not status:
-            return RETRY, f"binding answered {status} {e.reason or ''}".rstrip()
-        return FORGET, f"binding refused: {status} {_message(e)}".rstrip()
-    except (HTTPError, OSError) as e:
-        return RETRY, f"binding failed: {type(e).__name__}: {e}"
+    if status == 404:
+        return FORGET, "pod not found"
+    if status == 409:
+        return _conflict(http, uid, namespace, name, node, timeout)
+    if status == 429 or status >= 500:
+        return RETRY, f"binding answered {status} {_reason(status)}".rstrip()
+    return FORGET, f"binding refused: {status} {status_message(answer)}".rstrip()
 
 
-def _conflict(api, uid, namespace, name, node, timeout) -> tuple[str, str]:
+def _conflict(http, uid, namespace, name, node, timeout) -> tuple[str, str]:
     """409 on the POST: where is the pod now?"""
     try:
-        pod = kube.read_json(api.read_namespaced_pod(name, namespace, _preload_content=False,
-                                                     _request_timeout=timeout))
-    except ApiException as e:
-        if e.status == 404:
-            return FORGET, "pod not found"
-        return RETRY, f"conflict, then reading the pod answered {e.status}"
-    except (HTTPError, OSError, orjson.JSONDecodeError) as e:
-        return RETRY, f"conflict, then reading the pod failed: {type(e).__name__}: {e}"
+        status, answer = http.request("GET", pod_path(namespace, name), timeout=timeout)
+    except Unreachable as e:
+        return RETRY, f"conflict, then reading the pod failed: {e}"
+    if status == 404:
+        return FORGET, "pod not found"
+    if status != 200:
+        return RETRY, f"conflict, then reading the pod answered {status}"
+    try:
+        pod = orjson.loads(answer)
+    except orjson.JSONDecodeError as e:
+        return RETRY, f"conflict, then reading the pod failed: JSONDecodeError: {e}"
     meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
     if meta.get("uid") and meta["uid"] != uid:
         return FORGET, f"pod replaced (uid {meta['uid']})"
@@ -118,8 +116,9 @@ def _conflict(api, uid, namespace, name, node, timeout) -> tuple[str, str]:
     return RETRY, "binding conflict"
 
 
-def _message(e: ApiException) -> str:
+def _reason(status: int) -> str:
+    """The status's reason phrase, so a message reads "503 Service Unavailable"."""
     try:
-        return orjson.loads(e.body).get("message", "")
-    except (TypeError, ValueError, AttributeError):
-        return e.reason or ""
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""

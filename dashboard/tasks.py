@@ -28,8 +28,8 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from dashboard import health, history_retention
-from dashboard.binding import FINISH, FORGET, RETRY, bind_once, core_api
+from dashboard import health, history_retention, kube
+from dashboard.binding import FINISH, FORGET, RETRY, bind_once
 from dashboard.extender import standin
 from dashboard.feed.commands import send, send_many
 
@@ -157,7 +157,7 @@ def schedule_pending(limit: int = 20) -> dict:
     pods, highest priority first, through the owner's extender (its own filters, then
     filter and bind, or preempt), each failure backing off that pod alone. Returns the
     outcomes; nothing when SCHEDVIEW_EXTENDER_ADDRESS is empty."""
-    scheduler = standin.stand_in(core_api)
+    scheduler = standin.stand_in(kube.core_api)
     if scheduler is None:
         return dict.fromkeys(standin.OUTCOMES, 0)
     return scheduler.period(limit, first_sync=standin.FIRST_SYNC)

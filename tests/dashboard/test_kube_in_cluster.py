@@ -14,7 +14,7 @@ from django.test import override_settings
 from kubernetes.config import incluster_config
 
 from dashboard import kube
-from dashboard.pools.claimer import AUTH_REFRESH, ApiClaimer
+from dashboard.kube_http import AUTH_REFRESH, KubeHttp
 
 NODE_LIST = b'{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 
@@ -99,14 +99,18 @@ def test_requests_carry_the_rotated_token_within_a_minute(api_server, pod_mount,
 
 
 @override_settings(SCHEDVIEW_IN_CLUSTER=True)
-def test_the_pools_claimer_sends_the_rotated_token(api_server, pod_mount, clock):
+def test_the_binder_and_claimer_connection_sends_the_rotated_token(api_server, pod_mount, clock):
+    """kube_http, which posts Bindings and claims: over TLS to the service's address, with
+    the token re-read once AUTH_REFRESH has passed."""
     monotonic = {"at": 0.0}
-    claimer = ApiClaimer(kube.api_client().configuration, clock=lambda: monotonic["at"])
-    assert claimer._headers()["authorization"] == "bearer token-one"
+    http = KubeHttp(kube.api_client().configuration, clock=lambda: monotonic["at"])
+    assert http.request("GET", "/api/v1/nodes") == (200, NODE_LIST)
     rotate(pod_mount, "token-two")
     clock["at"] += datetime.timedelta(seconds=61)
+    http.request("GET", "/api/v1/nodes")                  # its credentials are still fresh
     monotonic["at"] += AUTH_REFRESH + 1
-    assert claimer._headers()["authorization"] == "bearer token-two"
+    http.request("GET", "/api/v1/nodes")
+    assert api_server.seen == ["bearer token-one", "bearer token-one", "bearer token-two"]
 
 
 @override_settings(SCHEDVIEW_IN_CLUSTER=True)
