@@ -1,11 +1,14 @@
-"""Two scenes the embedded default stages, so the extender's Waiting and Preempting show.
+"""Two scenes the embedded default stages: a pod that waits, and the extender's Preempting.
 
 The simulated cluster's churn makes pods that fit somewhere, so kube-scheduler's
 stand-in (extender/standin.py) only ever binds them. `manage.py up` therefore adds,
 through the Kubernetes API like any user:
 
-- a training job asking for more GPUs than any node has: it waits for good, and the
-  statuses page shows each node's reason;
+- a training job asking for more GPUs than any node has: it stays Pending for good.
+  kube-scheduler's own filters leave it no node and its preemption finds no victims,
+  so the extender is never called for it (shared k8s-wire/extender 02 rej-2, 07
+  noop-2) and it has no schedule status: the stand-in writes kube-scheduler's
+  PodScheduled=False condition on the pod instead;
 - on one GPU node, low-priority batch pods holding every free GPU (created bound,
   as a DaemonSet's or an earlier scheduler's would be), and a high-priority pod that
   needs those GPUs on that node: the stand-in finds no node for it and offers the

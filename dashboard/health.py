@@ -58,6 +58,9 @@ class Check:
 class Health:
     checks: tuple[Check, ...]
     at: float   # epoch seconds it was judged
+    # The feed's figures as the owner reported them (None: no live owner reports them).
+    feed_backlog: int | None = None   # watch items queued for the owner
+    feed_lag: float | None = None     # seconds the cache is behind the events received
 
     @property
     def level(self) -> str:
@@ -70,12 +73,14 @@ class Health:
 
     def as_dict(self) -> dict:
         return {"level": self.level, "at": self.at,
+                "feed": {"backlog": self.feed_backlog, "lag_seconds": self.feed_lag},
                 "checks": [asdict(check) for check in self.checks]}
 
 
 @dataclass(frozen=True)
 class Thresholds:
     feed_backlog: tuple[float, float]
+    feed_lag: tuple[float, float]        # seconds
     read_model_backlog: tuple[float, float]
     stuck_binds: tuple[float, float]
     bind_failures: tuple[float, float]   # percent
@@ -85,7 +90,7 @@ class Thresholds:
 
     @classmethod
     def from_settings(cls) -> "Thresholds":
-        return cls(settings.SCHEDVIEW_HEALTH_FEED_BACKLOG,
+        return cls(settings.SCHEDVIEW_HEALTH_FEED_BACKLOG, settings.SCHEDVIEW_HEALTH_FEED_LAG,
                    settings.SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG,
                    settings.SCHEDVIEW_HEALTH_STUCK_BINDS, settings.SCHEDVIEW_HEALTH_BIND_FAILURES,
                    settings.SCHEDVIEW_HEALTH_POOL_QUEUE, settings.SCHEDVIEW_HEALTH_WINDOW,
@@ -133,10 +138,22 @@ def _backlog_check(name: str, title: str, owner: OwnerStatus, backlog, pair, beh
 
 
 def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
-    return _backlog_check("feed", "Watch feed", owner, owner.feed_backlog,
-                          thresholds.feed_backlog,
-                          "{:,} watch events wait to be applied to the cache",
-                          "Keeping up ({:,} waiting)")
+    """Graded by the worse of the backlog (events) and the lag (seconds): a few slow
+    events show in the lag, a flood the owner applies quickly in the backlog."""
+    link = _overview("owner-status")
+    backlog, lag = owner.feed_backlog, owner.feed_lag
+    if not owner.live or backlog is None:
+        return Check("feed", "Watch feed", OK, "No owner reports it", link)
+    level = max(graded(backlog, thresholds.feed_backlog),
+                graded(lag or 0, thresholds.feed_lag), key=_RANK.__getitem__)
+    if level == OK:
+        behind = "" if lag is None else f"{lag:,.1f} s behind, "
+        return Check("feed", "Watch feed", OK, f"Keeping up ({behind}{backlog:,} waiting)", link)
+    if lag is None:   # an owner that does not report its lag
+        return Check("feed", "Watch feed", level,
+                     f"{backlog:,} watch events wait to be applied to the cache", link)
+    return Check("feed", "Watch feed", level, f"The cache is {lag:,.1f} s behind the watch "
+                 f"({backlog:,} events wait to be applied)", link)
 
 
 def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
@@ -343,7 +360,8 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
                                  .values_list("at", flat=True).first(), now,
                                  settings.SCHEDVIEW_SAMPLE_PERIOD)]
     checks.append(pools_check(read_pools_status(), thresholds))
-    return Health(tuple(checks), now.timestamp())
+    return Health(tuple(checks), now.timestamp(), owner.feed_backlog if owner.live else None,
+                  owner.feed_lag if owner.live else None)
 
 
 def current() -> Health:
@@ -390,6 +408,7 @@ def take_sample(now: datetime | None = None, period: float | None = None) -> Hea
         at=now, period=(now - start).total_seconds(), level=health.level,
         problems={check.name: check.level for check in health.problems}, pending=pending,
         assumed=assumed, added=added, feed_backlog=counters.get("feed_backlog"),
+        feed_lag=counters.get("feed_lag"),
         read_model_backlog=counters.get("read_model_backlog"),
         binds_stuck=counters.get("binds_stuck", 0) if owner.live else None,
         **transitions_between(start, now))

@@ -26,6 +26,7 @@ CHARTS = [
                              ("Forgets", "forgets", "rate")]),
     ("backlogs", "items", [("Feed backlog", "feed_backlog", "level"),
                            ("Not yet on the pages", "read_model_backlog", "level")]),
+    ("lag", "seconds", [("Feed lag", "feed_lag", "level")]),
 ]
 _FIELDS = ["at", "period"] + [field for _, _, lines in CHARTS for _, field, _ in lines]
 

@@ -212,5 +212,6 @@ class HealthSample(models.Model):
     expiries = models.IntegerField(default=0)
     forgets = models.IntegerField(default=0)          # every forget, the bind path's included
     feed_backlog = models.IntegerField(null=True)
+    feed_lag = models.FloatField(null=True)           # seconds (feed/feed_lag.py)
     read_model_backlog = models.IntegerField(null=True)
     binds_stuck = models.IntegerField(null=True)

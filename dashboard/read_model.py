@@ -283,6 +283,11 @@ class OwnerStatus:
         return self.counters.get("feed_backlog")
 
     @property
+    def feed_lag(self):
+        """Seconds the cache is behind the watch events received (feed/feed_lag.py)."""
+        return self.counters.get("feed_lag")
+
+    @property
     def read_model_backlog(self):
         """Changes these pages do not show yet (rows to build, batches to write)."""
         return self.counters.get("read_model_backlog")

@@ -255,6 +255,9 @@ def _pair(name, default):
 
 # Feed items the owner has yet to apply; changes the pages do not show yet (rows).
 SCHEDVIEW_HEALTH_FEED_BACKLOG = _pair("SCHEDVIEW_HEALTH_FEED_BACKLOG", [1000, 20000])
+# Seconds the cache is behind the watch events received: kube-scheduler's extender
+# calls are answered from a view that old (the owner flushes every 100 ms).
+SCHEDVIEW_HEALTH_FEED_LAG = _pair("SCHEDVIEW_HEALTH_FEED_LAG", [5, 30])
 SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG = _pair("SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG", [5000, 50000])
 # Assumed pods whose bind has not finished in time (the owner's `binds_stuck`).
 SCHEDVIEW_HEALTH_STUCK_BINDS = _pair("SCHEDVIEW_HEALTH_STUCK_BINDS", [1, 10])

@@ -70,6 +70,7 @@ class DecodedEvents:
     """Watch events of one kind, in order: (type, record) pairs."""
     kind: str
     events: list
+    received: float | None = None   # when the oldest came off the stream (feed_lag.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,7 @@ class DecodedPage:
     kind: str
     items: list
     first: bool
+    received: float | None = None   # when it came off the stream (feed_lag.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +137,7 @@ class _Outbox:
         self.ready = threading.Event()
 
     def sink(self, item) -> None:
-        self.items.append(item)
+        self.items.append((time.time(), item))   # stamped: the owner measures its lag
         if not self.ready.is_set():   # set() takes a lock: once per batch is enough
             self.ready.set()
 
@@ -163,16 +165,18 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
         state = r.state
         seen[kind] = (state, r.resource_version)
     queued = len(outbox.items)
-    entries = []
+    entries, received = [], None
     while outbox.items and len(entries) < BATCH_MAX:
-        entries.append(_encode(outbox.items.popleft(), delivered))
+        stamp, item = outbox.items.popleft()
+        received = received or stamp
+        entries.append(_encode(item, delivered))
     views = {}
     for kind, r in reflectors.items():
         state, version = seen[kind]
         if state in _LISTING or len(entries) < queued:
             version = delivered.get(kind, "")
         views[kind] = (state, version, dict(r.stats), r.last_watch_end)
-    conn.send_bytes(marshal.dumps((views, entries)))
+    conn.send_bytes(marshal.dumps((views, entries, received)))
 
 
 def _list_for_comparison(api_factory, sink) -> None:
@@ -437,10 +441,10 @@ class DecoderProcess:
                 self._data_conn.close()
                 self._spawn()
                 continue
-            views, entries = marshal.loads(payload)
+            views, entries, received = marshal.loads(payload)
             if entries:
                 failures = 0
-                self._hand_over(entries)
+                self._hand_over(entries, received)
             for kind, view in views.items():
                 self.views[kind]._update(*view)
         # stopped (the child ships its views every STATUS_PERIOD, so this is seen soon)
@@ -448,27 +452,27 @@ class DecoderProcess:
         self._end_child(5.0)
         self._data_conn.close()
 
-    def _hand_over(self, entries) -> None:
+    def _hand_over(self, entries, received=None) -> None:
         """Consecutive watch events of one kind go as one DecodedEvents, list pages and
-        ends as they are."""
+        ends as they are; events and pages carry the message's `received` stamp."""
         batch_kind, batch = None, []
         for entry in entries:
             if entry[0] == "W":
                 _, kind, etype, record = entry
                 if kind != batch_kind and batch:
-                    self.put(DecodedEvents(batch_kind, batch))
+                    self.put(DecodedEvents(batch_kind, batch, received))
                     batch = []
                 batch_kind = kind
                 batch.append((etype, record))
             else:
                 if batch:
-                    self.put(DecodedEvents(batch_kind, batch))
+                    self.put(DecodedEvents(batch_kind, batch, received))
                     batch_kind, batch = None, []
                 if entry[0] == "P":
-                    self.put(DecodedPage(*entry[1:]))
+                    self.put(DecodedPage(*entry[1:], received=received))
                 elif entry[0] == "C":
                     self._comparisons.put(ComparisonLists(*entry[1:]))
                 else:
                     self.put(DecodedList(*entry[1:]))
         if batch:
-            self.put(DecodedEvents(batch_kind, batch))
+            self.put(DecodedEvents(batch_kind, batch, received))

@@ -24,6 +24,7 @@ from schedcache.podinfo import make_pod_info, unpack_pod_info
 
 from dashboard.feed.commands import STATUS_KEY, CommandError, CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
+from dashboard.feed.feed_lag import FeedLag
 from dashboard.feed.owner_metrics import OwnerMetrics
 from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
@@ -118,6 +119,7 @@ class CacheOwner:
                  clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0):
         self.cache = cache
         self.feed = queue.Queue(maxsize=200_000)
+        self.feed_lag = FeedLag(self.feed)
         self.commands = command_server
         self.writer = writer
         self.publisher = publisher
@@ -197,6 +199,7 @@ class CacheOwner:
     def apply(self, item) -> int:
         """Apply one feed item; returns how many events it held (a batch holds many)."""
         if type(item) is DecodedEvents:
+            self.feed_lag.applied(item.received, self.clock())
             self._as("watch")
             if item.kind == "pods":
                 for etype, record in item.events:
@@ -206,6 +209,7 @@ class CacheOwner:
                     self._apply_node(etype, node)
             return len(item.events)
         if type(item) is DecodedPage:
+            self.feed_lag.applied(item.received, self.clock())
             self._as("relist")
             self._apply_page(item)
             return len(item.items)
@@ -595,7 +599,8 @@ class CacheOwner:
                 "pending": len(self.pending), "generation": cache.generation,
                 "snapshot_generation": self.snapshot.generation,
                 "seq": self.seq_base + cache.event_seq, "synced": all(self.synced.values()),
-                "feed_backlog": self.feed.qsize(), "read_model_backlog": self._unwritten(),
+                "feed_backlog": self.feed.qsize(), "feed_lag": self.feed_lag.seconds(self.clock()),
+                "read_model_backlog": self._unwritten(),
                 "round_robin": self._round_robin(),
                 "binds_stuck": len(stuck), "oldest_stuck": self._oldest_stuck(stuck),
                 "bind_stuck_after": self.bind_stuck_after, "bind_deadline": self.bind_deadline,
@@ -726,6 +731,7 @@ class CacheOwner:
                 and not self._dirty_pods and not self._dirty_nodes):
             batch.prune_epoch, self._pruned = self.epoch, True
         status = self.status()
+        self.feed_lag.new_window()
         self.metrics.record_flush(events, status, batch.comparer_runs)
         publish = None
         if self.publisher is not None:

@@ -8,7 +8,8 @@ what the last flush left: a few dozen numbers, swapped in as whole objects.
 
 What it exports (the names the Grafana dashboard and alert rules use):
 cache pods by state, nodes, the cache's and the snapshot's generation and the lag
-between them, feed events applied and skipped, the feed and read-model backlogs,
+between them, feed events applied and skipped, the feed and read-model backlogs, the
+feed's lag in seconds,
 transitions by kind and cause, bind outcomes (transitions of cause "bind") and the
 bind's duration from assume to the bind going through, stuck binds, comparisons by result,
 and each command's handling time (the extender's verbs are the `extender_*` ops).
@@ -100,6 +101,9 @@ class OwnerMetrics(Collector):
                  "The generation of the owner's latest snapshot"),
                 ("schedview_feed_backlog", "feed_backlog",
                  "Watch items queued for the owner, not applied yet"),
+                ("schedview_feed_lag_seconds", "feed_lag",
+                 "Seconds the cache is behind the watch events received: the oldest queued "
+                 "item's age, or the longest an item applied since the last flush waited"),
                 ("schedview_read_model_backlog", "read_model_backlog",
                  "Changes not yet written to the database the pages read"),
                 ("schedview_binds_stuck", "binds_stuck",

@@ -13,7 +13,7 @@ from dashboard.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
 from dashboard.models import ComparerRun, HealthSample, PodRecord, Transition
 from dashboard.read_model import OwnerStatus
 
-T = Thresholds(feed_backlog=(100, 1000), read_model_backlog=(100, 1000), stuck_binds=(1, 5),
+T = Thresholds(feed_backlog=(100, 1000), feed_lag=(5, 30), read_model_backlog=(100, 1000), stuck_binds=(1, 5),
                bind_failures=(10, 30), pool_queue=(50, 90), window=60, comparer_stale=180)
 NOW = datetime(2026, 11, 24, 12, tzinfo=tz.utc)
 
@@ -37,6 +37,19 @@ def test_owner_absent_fails_syncing_warns_synced_is_ok():
 def test_feed_and_read_model_backlogs_by_threshold(backlog, level):
     assert health.feed_check(live(feed_backlog=backlog), T).level == level
     assert health.read_model_check(live(read_model_backlog=backlog), T).level == level
+
+
+@pytest.mark.parametrize("lag, level", [(0.0, OK), (4.9, OK), (5.0, WARN), (30.0, FAIL)])
+def test_the_feed_is_graded_by_its_lag_in_seconds_too(lag, level):
+    check = health.feed_check(live(feed_backlog=3, feed_lag=lag), T)
+    assert check.level == level
+    assert f"{lag:.1f} s behind" in check.message and "3 " in check.message
+
+
+def test_an_owner_without_a_lag_is_graded_by_its_backlog():
+    check = health.feed_check(live(feed_backlog=1000), T)
+    assert check.level == FAIL and check.message == "1,000 watch events wait to be applied " \
+        "to the cache"
 
 
 def test_backlogs_without_an_owner_say_nothing_is_known():
@@ -208,13 +221,14 @@ def test_a_sample_counts_the_periods_transitions_and_the_owners_figures(owner_re
                                   cause=cause, from_state=before)
     Transition.objects.create(seq=99, at=now - timedelta(seconds=30), kind="pod_expired",
                               key="k", cause="reaper")      # before the period
-    owner_reports(pending=5, assumed=2, pods=10, feed_backlog=7, read_model_backlog=8,
-                  binds_stuck=1)
+    owner_reports(pending=5, assumed=2, pods=10, feed_backlog=7, feed_lag=0.4,
+                  read_model_backlog=8, binds_stuck=1)
     sample = health.take_sample(now, period=10)
     assert (sample.pending, sample.assumed, sample.added) == (3, 2, 8)   # 5 unbound, 2 assumed
     assert (sample.assumes, sample.binds, sample.bind_failures, sample.forgets,
             sample.expiries) == (1, 2, 1, 2, 1)   # binds: a and b, once each
-    assert (sample.feed_backlog, sample.read_model_backlog, sample.binds_stuck) == (7, 8, 1)
+    assert (sample.feed_backlog, sample.feed_lag, sample.read_model_backlog,
+            sample.binds_stuck) == (7, 0.4, 8, 1)
     assert sample.period == 10 and sample.level == WARN
     assert sample.problems == {"binds_stuck": WARN, "samples": WARN}   # none before it
     # The next one counts from this one on.
@@ -243,4 +257,5 @@ def test_without_an_owner_a_sample_says_so_and_counts_what_was_written(redis_url
     sample = health.take_sample(timezone.now(), period=10)
     assert (sample.pending, sample.assumed, sample.added) == (1, 1, 0)
     assert sample.binds_stuck is None and sample.feed_backlog is None   # unknown: gaps
+    assert sample.feed_lag is None
     assert sample.level == FAIL and sample.problems == {"owner": FAIL, "samples": WARN}

@@ -1,7 +1,9 @@
 """The health on the web: the banner, the overview's panel and charts' data, the REST
 endpoint, and the web process's probes and /metrics."""
 from datetime import timedelta
+import time
 
+import jsonschema_rs
 import orjson
 import pytest
 from django.core.cache import cache
@@ -83,11 +85,33 @@ def test_the_api_answers_each_check(api_token, no_owner):
     assert owner["level"] == "fail" and owner["link"] == "/#owner-status"
 
 
+def test_the_api_answers_the_feeds_lag_as_its_schema_says(api_token, redis_url):
+    redis_client().set(STATUS_KEY, orjson.dumps({"synced": True, "at": time.time(),
+                                                 "feed_backlog": 12, "feed_lag": 6.5}),
+                       ex=10)
+    try:
+        api = Client(HTTP_AUTHORIZATION=f"Bearer {api_token}")
+        response = api.get("/api/v1/health")
+        schema = api.get("/api/v1/openapi.json").json()
+    finally:
+        redis_client().delete(STATUS_KEY)
+    body = response.json()
+    assert body["feed"] == {"backlog": 12, "lag_seconds": 6.5}
+    feed = next(c for c in body["checks"] if c["name"] == "feed")
+    assert feed["level"] == "warn" and "6.5 s behind" in feed["message"]   # by its lag alone
+    documented = schema["paths"]["/api/v1/health"]["get"]["responses"]["200"]
+    validator = jsonschema_rs.validator_for(
+        {**documented["content"]["application/json"]["schema"],
+         "components": schema["components"]})
+    assert [error.message for error in validator.iter_errors(body)] == []
+    assert not validator.is_valid(dict(body, feed={"backlog": "many"}))
+
+
 def test_the_series_are_rates_and_levels_by_range(viewer_client):
     now = timezone.now()
-    for i, (pending, binds) in enumerate(((5, 20), (None, 40))):
+    for i, (pending, binds, lag) in enumerate(((5, 20, 0.5), (None, 40, None))):
         HealthSample.objects.create(at=now - timedelta(seconds=20 - 10 * i), period=10,
-                                    level="ok", pending=pending, binds=binds)
+                                    level="ok", pending=pending, binds=binds, feed_lag=lag)
     HealthSample.objects.create(at=now - timedelta(hours=2), period=10, level="ok", pending=1)
     body = viewer_client.get("/health/series/?range=15m").json()
     assert body["range"] == "15m" and len(body["times"]) == 2
@@ -95,6 +119,8 @@ def test_the_series_are_rates_and_levels_by_range(viewer_client):
     assert pods["Pending"] == [5, None]           # unknown is a gap, not a zero
     rates = {line["label"]: line["values"] for line in body["charts"]["rates"]["lines"]}
     assert rates["Binds"] == [2.0, 4.0] and body["charts"]["rates"]["unit"] == "per second"
+    assert body["charts"]["lag"]["unit"] == "seconds"
+    assert body["charts"]["lag"]["lines"][0]["values"] == [0.5, None]
     longer = viewer_client.get("/health/series/?range=6h").json()["times"]
     assert longer[0] == pytest.approx((now - timedelta(hours=2)).timestamp())
     bad = viewer_client.get("/health/series/?range=1y")

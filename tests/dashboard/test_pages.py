@@ -124,15 +124,18 @@ def test_overview_counts_what_expired_or_was_forgotten_in_the_last_five_minutes(
 
 
 def test_overview_shows_a_live_owner(client, owner):
-    owner(seq=4321, synced=False, feed_backlog=17, read_model_backlog=30000, at=time.time() - 3)
+    owner(seq=4321, synced=False, feed_backlog=1700, feed_lag=2.345, read_model_backlog=30000,
+          at=time.time() - 3)
     response, html = page(client, "/")
     status = response.context["overview"].owner
-    assert (status.live, status.seq, status.feed_backlog, status.synced) == (True, 4321, 17, False)
+    assert (status.live, status.seq, status.feed_backlog, status.synced) == (True, 4321, 1700,
+                                                                              False)
     section = squash(html.split('<section class="panel" id="owner-status">')[1].split("</section>")[0])
     assert "Owner live" in section and "syncing" in section
     assert "<dt>Synced</dt><dd>no: still listing</dd>" in section
     assert "<dt>Sequence number</dt><dd>4321</dd>" in section
-    assert "<dt>Feed backlog</dt><dd>17</dd>" in section
+    assert "<dt>Feed backlog</dt><dd>1,700</dd>" in section
+    assert "<dt>Feed lag</dt><dd>2.3 s</dd>" in section
     assert "<dt>Not yet on these pages</dt><dd>30000</dd>" in section
     assert "<dt>Reported</dt><dd>3 s ago</dd>" in section
 

@@ -10,6 +10,7 @@ from dashboard.consumers import BAD_INPUT
 from dashboard.extender import status_reads
 from simcluster.generate import make_pod
 from tests.extender.statusworld import NAMESPACE, filter_call, scheduled  # noqa: F401
+from tests.pages.nodepages import squash
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -47,8 +48,10 @@ def test_one_pod_shows_its_reasons_by_node_and_its_victims(viewer_client, schedu
     huge = viewer_client.get(f"/statuses/{NAMESPACE}/huge/").content.decode()
     for reason, node in (("Insufficient cpu", "n1"),
                          ("node(s) had untolerated taint {dedicated: infra}", "n2")):
-        assert (f'<tr><td>{reason}</td><td class="num">1</td>\n        <td>{node}</td></tr>'
-                in huge)
+        # One row per reason: its count, and its nodes (open: few) linked to their pages.
+        assert (f'<td class="reason">{reason}</td><td class="num">1</td> <td><details '
+                f'class="reason-nodes" open> <summary>1 node</summary> <ul><li><a '
+                f'href="/nodes/{node}/">{node}</a></li></ul>') in squash(huge)
     assert "No wait reasons" not in huge
     vip = viewer_client.get(f"/statuses/{NAMESPACE}/vip/").content.decode()
     assert "team/low" in vip and "Preempting" in vip
