@@ -95,6 +95,13 @@ def pod_detail(request, uid: Path[Name]):
             "history_count": len(newest) if len(newest) < TIMELINE_LIMIT else transitions.count()}
 
 
+@router.get("/assume", response={200: PodDetailOut, 404: ErrorOut}, include_in_schema=False)
+def pod_named_assume(request):
+    """A GET of /pods/assume reads the pod with that uid (the schema's get_pod), not a 405
+    from the POST route that shares its path."""
+    return pod_detail(request, "assume")
+
+
 @router.post("/{uid}/forget", response={200: ActionOut, **ACTION_ERRORS},
              summary="Forget an assumed pod", operation_id="forget_pod")
 def forget(request, uid: Path[Name]):

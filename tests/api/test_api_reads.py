@@ -134,6 +134,10 @@ def test_an_unknown_pod_is_404_and_points_at_its_history(api):
     assert "events?key=uid-gone" in error_of(api.get("/api/v1/pods/uid-gone"), 404)
 
 
+def test_a_pod_uid_that_names_a_post_route_is_read_as_a_uid(api):
+    assert "events?key=assume" in error_of(api.get("/api/v1/pods/assume"), 404)
+
+
 # --- nodes ----------------------------------------------------------------------------------
 @pytest.fixture
 def nodes():
