@@ -388,8 +388,10 @@ def test_close_answers_the_calls_in_flight_at_once_and_joins_every_thread(world,
     client = threading.Thread(target=lambda: results.append(
         post(connect(listener), "filter", filter_args(world.pod("p"), nodes))))
     client.start()
-    assert calls.wait(5)                     # the filter waits for the owner's thread
-    listener.close()
+    try:
+        assert calls.wait(5)                 # the filter waits for the owner's thread
+    finally:
+        listener.close()
     client.join(10)
     assert results[0][0] == 200 and "has stopped" in results[0][1]["Error"]
     assert calls.serve() == 0 and world.state() == before
