@@ -68,6 +68,40 @@ def test_filter_then_bind_on_one_kept_alive_connection(owner, listen, bindings):
     assert all(owner.statuses.state(p["metadata"]["uid"]) == "Binding" for p in pods)
 
 
+def test_binds_waiting_on_the_api_server_leave_workers_for_the_filter(owner, listen,
+                                                                      bindings):
+    """kube-scheduler binds each pod in a goroutine of its own, and a bind holds its worker
+    while the API server answers its Binding: 32 such binds, and a filter is answered."""
+    sent, release = threading.Semaphore(0), threading.Event()
+
+    def slow_api_server(*binding):
+        sent.release()
+        release.wait(10)
+        return bindings(*binding)
+    listener = listen(post_binding=slow_api_server)
+    nodes = [owner.node(f"n{i}") for i in range(4)]
+    pods = [owner.pod(f"web-{i}", requests={"cpu": "100m"}) for i in range(32)]
+    connection = connect(listener)
+    for pod in pods:
+        assert post(connection, "filter", filter_args(pod, nodes))[0] == 200
+    binds = [threading.Thread(target=post, args=(
+        connect(listener), "bind", bind_args(pod, owner.cache.get_pod(pod)["spec"]["nodeName"])))
+        for pod in pods]
+    try:
+        for bind in binds:
+            bind.start()
+        assert all(sent.acquire(timeout=10) for _ in binds)   # all with the API server
+        connection.sock.settimeout(5)
+        status, result = post(connection, "filter",
+                              filter_args(owner.pod("late", requests={"cpu": "100m"}), nodes))
+        assert status == 200 and len(result["NodeNames"]) == 1
+    finally:
+        release.set()
+        for bind in binds:
+            bind.join(10)
+    assert len(bindings.posted) == len(pods)
+
+
 def test_filter_with_whole_nodes_answers_the_node_as_sent(owner, listen):
     nodes = [owner.node("n1")]
     pod = owner.pod("web", requests={"cpu": "1"})
