@@ -87,8 +87,14 @@ class OwnerCalls:
         with self._lock:
             return self._lock.wait_for(lambda: self._queue, timeout)
 
+    def open(self) -> None:
+        """Take calls (again): a listener starts serving kube-scheduler."""
+        with self._lock:
+            self._closed = False
+
     def close(self) -> None:
-        """The owner stops: refuse new calls and answer the queued ones as unavailable."""
+        """The owner stops, or its listener closes: refuse new calls and answer the queued
+        ones as unavailable."""
         with self._lock:
             self._closed = True
             calls = [c for c in self._queue if c.state == _QUEUED]

@@ -26,7 +26,8 @@ from dashboard.extender.answers import ACTOR as SCHEDULER
 from dashboard.extender.bindsender import BindSender
 from dashboard.extender.core import Extender
 from dashboard.extender.handlers import command_handlers, verb_handlers
-from dashboard.extender.listener import ExtenderListener, tls_context
+from dashboard.extender.listener import ExtenderListener
+from dashboard.extender.listener_tls import ExtenderTLS
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
@@ -150,7 +151,7 @@ def listen_for_scheduler(calls: OwnerCalls):
     the cache, and the loop tries again after LISTEN_RETRY."""
     address = settings.SCHEDVIEW_EXTENDER_ADDRESS
     try:
-        tls = (tls_context(settings.SCHEDVIEW_EXTENDER_CERT, settings.SCHEDVIEW_EXTENDER_KEY,
+        tls = (ExtenderTLS(settings.SCHEDVIEW_EXTENDER_CERT, settings.SCHEDVIEW_EXTENDER_KEY,
                            settings.SCHEDVIEW_EXTENDER_CLIENT_CA)
                if settings.SCHEDVIEW_EXTENDER_CERT else None)
         post_binding = functools.partial(bind_once,

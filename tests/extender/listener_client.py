@@ -5,9 +5,12 @@ import socket
 
 import orjson
 
+# A second request on a raw connection: answered (404) only if the connection was kept.
+_PROBE = b"POST /extender/probe HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"
+
 
 def connect(listener):
-    host, port = listener.server_address[:2]
+    host, port = listener.address
     return http.client.HTTPConnection(host, port, timeout=10)
 
 
@@ -19,11 +22,19 @@ def post(connection, verb, body, prefix="/extender/"):
     return response.status, orjson.loads(response.read())
 
 
-def raw_exchange(listener, request: bytes) -> bytes:
-    """Send raw bytes, read until the listener closes the connection."""
-    with socket.create_connection(listener.server_address[:2], timeout=10) as sock:
+def raw_exchange(listener, request: bytes):
+    """Send raw bytes: (the answer, its body, whether the listener kept the connection),
+    the last found by asking again on the same connection."""
+    with socket.create_connection(listener.address, timeout=10) as sock:
         sock.sendall(request)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
+        answer = http.client.HTTPResponse(sock)
+        answer.begin()
+        body = answer.read()
+        try:
+            sock.sendall(_PROBE)
+            probe = http.client.HTTPResponse(sock)
+            probe.begin()
+            kept = probe.status == 404
+        except ConnectionError:   # http.client.RemoteDisconnected included
+            kept = False
+    return answer, body, kept

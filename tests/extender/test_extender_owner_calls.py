@@ -117,3 +117,21 @@ def test_a_taken_address_is_logged_and_the_owner_goes_on(caplog):
         assert listener.url == f"http://{address}/extender"
     finally:
         listener.close()
+
+
+def test_the_tls_settings_make_an_https_listener_and_unusable_files_are_logged(pki, caplog):
+    calls = OwnerCalls({}, "kube-scheduler")
+    tls = {"SCHEDVIEW_EXTENDER_CERT": str(pki / "server.pem"),
+           "SCHEDVIEW_EXTENDER_KEY": str(pki / "server.key"),
+           "SCHEDVIEW_EXTENDER_CLIENT_CA": str(pki / "ca.pem")}
+    for unusable in ({"SCHEDVIEW_EXTENDER_CERT": str(pki / "missing.pem")},
+                     {"SCHEDVIEW_EXTENDER_KEY": str(pki / "client.key")}):   # not its key
+        with override_settings(SCHEDVIEW_EXTENDER_ADDRESS="127.0.0.1:0", **{**tls, **unusable}):
+            assert listen_for_scheduler(calls) is None
+    assert caplog.text.count("cannot serve kube-scheduler's extender") == 2
+    with override_settings(SCHEDVIEW_EXTENDER_ADDRESS="127.0.0.1:0", **tls):
+        listener = listen_for_scheduler(calls)
+    try:
+        assert listener.url.startswith("https://127.0.0.1:")
+    finally:
+        listener.close()
