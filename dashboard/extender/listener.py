@@ -10,6 +10,7 @@ but its extender `tlsConfig` can present a client certificate: given an `Extende
 the listener serves HTTPS (`listener_tls.py`).
 """
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -39,11 +40,18 @@ THREADS = 64
 # this long (between requests a connection waits in cheroot's selector, holding none).
 READ_TIMEOUT = 10.0
 STOP_POLL = 0.2          # seconds cheroot's connection loop takes to notice a stop
+# Seconds a worker waits for the next request on the connection it just answered before
+# handing it back to cheroot's selector: kube-scheduler's serial scheduling cycle sends
+# its next filter within a millisecond or two, and serving it here saves the hops to the
+# selector's thread and back to a worker, which under the owner's GIL cost a tenth of the
+# pods placed a second (bench/extender_bench.py --http). A waiting worker holds no lock.
+LINGER = 0.05
 MAX_HEAD = 64 * 1024     # bytes of request line and headers (kube-scheduler sends 200)
 
 
 class _Connection(HTTPConnection):
-    """Before its first request: READ_TIMEOUT, and the TLS handshake in this worker."""
+    """Before its first request: READ_TIMEOUT, and the TLS handshake in this worker; after
+    each: the next one served here if it comes within LINGER."""
 
     ready = False
 
@@ -56,7 +64,18 @@ class _Connection(HTTPConnection):
                 if self.ssl_env is None:
                     return False   # the worker closes the connection
             self.ready = True
-        return super().communicate()
+        keep_open = super().communicate()
+        while keep_open and self.server.ready and self._next_request_soon():
+            keep_open = super().communicate()
+        return keep_open
+
+    def _next_request_soon(self) -> bool:
+        if self.rfile.has_data():
+            return True
+        if isinstance(self.socket, ssl.SSLSocket) and self.socket.pending():
+            return True
+        readable, _, _ = select.select([self.socket], [], [], LINGER)
+        return bool(readable)
 
 
 class _Gateway(wsgi.Gateway_10):

@@ -8,6 +8,7 @@ import threading
 import orjson
 import pytest
 
+from dashboard.binding import FINISH
 from dashboard.extender.handlers import verb_handlers
 from dashboard.extender import listener as listener_module
 from dashboard.extender.listener import ExtenderListener
@@ -66,6 +67,24 @@ def test_filter_then_bind_on_one_kept_alive_connection(owner, listen, bindings):
     assert connection.sock is sock            # every call went on the first connection
     assert [c[0] for c in bindings.posted] == [p["metadata"]["uid"] for p in pods]
     assert all(owner.statuses.state(p["metadata"]["uid"]) == "Binding" for p in pods)
+
+
+def test_a_prompt_next_request_is_served_by_the_worker_that_answered_the_last(owner, listen):
+    """kube-scheduler's next call on a connection comes within LINGER: the same worker
+    reads it (no hop to cheroot's selector and on to another worker)."""
+    workers = []
+
+    def post_binding(*pod):
+        workers.append(threading.current_thread().name)
+        return FINISH, "bound"
+    listener = listen(post_binding=post_binding)
+    nodes = [owner.node("n1")]
+    pods = [owner.pod(f"web-{i}", requests={"cpu": "1"}) for i in range(4)]
+    connection = connect(listener)
+    for pod in pods:
+        assert post(connection, "filter", filter_args(pod, nodes))[0] == 200
+        assert post(connection, "bind", bind_args(pod, "n1")) == (200, {"Error": ""})
+    assert len(workers) == 4 and len(set(workers)) == 1
 
 
 def test_binds_waiting_on_the_api_server_leave_workers_for_the_filter(owner, listen,
