@@ -28,7 +28,7 @@ class OwnerUnavailable(CommandError):
         super().__init__(503, message)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Command:
     op: str
     args: dict

@@ -9,7 +9,6 @@ claim failed, 503 the pools process is shutting down, 504 no pod in time.
 The pools process publishes every pool's status under keys.POOLS_STATUS, expiring,
 so a dead process reads as "not running".
 """
-import dataclasses
 from dataclasses import dataclass
 
 import orjson
@@ -40,8 +39,8 @@ class Claim:
             raise ValueError(str(error)) from None
 
     def body(self) -> dict:
-        return {"pool": self.pool, "options": dataclasses.asdict(self.options),
-                "actor": self.actor}
+        # vars, not dataclasses.asdict, whose deep copy costs the web about 25 us a claim
+        return {"pool": self.pool, "options": vars(self.options), "actor": self.actor}
 
     @classmethod
     def from_request(cls, request: Request) -> "Claim":
