@@ -70,11 +70,15 @@ def main(argv=None) -> int:
     import django
     django.setup()
 
+    from django.conf import settings
+
     from dashboard.celery import app
-    from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client
+    from dashboard.feed.commands import CommandServer
     from dashboard.tasks import bind_pod, bind_pods
     from simcluster import SimCluster
     from simcluster.generate import generate_cluster, make_pod
+    from wire.clients import redis_client
+    from wire.keys import OWNER_COMMANDS
 
     total = args.warmup + args.pods
     start = time.perf_counter()
@@ -89,8 +93,8 @@ def main(argv=None) -> int:
           f"({time.perf_counter() - start:.1f} s)", flush=True)
 
     # The owner: count finish_binding (and forget) commands.
-    client = redis_client()
-    client.delete(COMMANDS_KEY)
+    client = redis_client(settings.REDIS_URL)
+    client.delete(OWNER_COMMANDS)
     app.control.purge()
     done = {"finish_binding": 0, "forget": 0}
     cond = threading.Condition()

@@ -151,7 +151,7 @@ def percentiles(label, samples):
 
 def run_http(args):
     from django.core.management import call_command
-    from dashboard.feed.commands import send
+    from dashboard.owner_client import send
     from livestack import Stack, child_env, clear_redis, owner_status, synced_owner, wait_for
 
     call_command("migrate", verbosity=0)   # the web and the owner's read model need tables

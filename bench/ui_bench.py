@@ -156,7 +156,8 @@ def drive(uids, node, count, period):
     """Assume each watched pod on `node`, then forget it, round robin, one command every
     `period` seconds, `count` in all, then forget those left assumed; returns the sequence
     number before the first and how many transitions were asked for."""
-    from dashboard.feed.commands import CommandError, send
+    from dashboard.owner_client import send
+    from wire.commands import CommandError
     from livestack import owner_status
     first_seq = owner_status()["seq"]
     assumed, done, failed = set(), 0, []

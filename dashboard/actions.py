@@ -1,9 +1,10 @@
-"""The one door for state changes: views, REST, the extender and tasks all call these.
+"""The state changes people and tools ask for, audited: the pages and the REST API call these.
 
-Each action asks the cache owner (a command over Redis, dashboard.feed.commands),
-queues what follows (the bind), and writes one AuditAction row, refused actions
-too (ok=False with the owner's message). A refusal raises CommandError with the
-owner's status (400, 404, 409; 503 when no owner answered) after it is audited.
+Each action asks the cache owner through dashboard.owner_client (the one module by
+which the web and the workers reach the owner), queues what follows (the bind), and
+writes one AuditAction row, refused actions too (ok=False with the owner's message).
+A refusal raises CommandError with the owner's status (400, 404, 409; 503 when no
+owner answered) after it is audited.
 
 These are blocking calls (Redis, the database): from async code, wrap them in
 asgiref's sync_to_async.
@@ -12,11 +13,11 @@ import logging
 
 from django.conf import settings
 
-from dashboard.feed.commands import CommandError, send, send_many
+from dashboard import owner_client
+from dashboard.owner_client import TIMEOUT
+from wire.commands import CommandError
 
 log = logging.getLogger(__name__)
-
-TIMEOUT = 5.0   # seconds to wait for the owner's answer (then 503, OwnerUnavailable)
 
 
 def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: bool = False,
@@ -32,7 +33,8 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
 
     args = {"namespace": namespace, "name": name, "node": node, "force": force}
     try:
-        result = send("assume", args, actor=actor, timeout=timeout)
+        result = owner_client.assume(namespace, name, node, force=force, actor=actor,
+                                     timeout=timeout)
     except CommandError as e:
         _audit(actor, "schedule", f"{namespace}/{name}", node, e, {**args, "status": e.status})
         raise
@@ -60,9 +62,7 @@ def schedule_pods(placements: list, actor: str, *, timeout: float = TIMEOUT) -> 
     """
     from dashboard.tasks import bind_pods
 
-    commands = [("assume", {"namespace": ns, "name": name, "node": node})
-                for ns, name, node in placements]
-    replies = send_many(commands, actor=actor, timeout=timeout)
+    replies = owner_client.assume_many(placements, actor=actor, timeout=timeout)
     out, assumed, records = list(replies), [], []
     for i, ((ns, name, node), reply) in enumerate(zip(placements, replies)):
         if isinstance(reply, CommandError):
@@ -98,18 +98,21 @@ def schedule_pods(placements: list, actor: str, *, timeout: float = TIMEOUT) -> 
 
 def forget_pod(uid: str, actor: str, reason: str = "", *, timeout: float = TIMEOUT) -> dict:
     """Drop an assumed pod from the owner's cache (its bind failed, or an operator says so)."""
-    return _simple("forget", uid, actor, {"uid": uid, "reason": reason or f"forgotten by {actor}"},
-                   timeout)
+    reason = reason or f"forgotten by {actor}"
+    return _audited("forget", uid, actor, {"uid": uid, "reason": reason},
+                    lambda: owner_client.forget(uid, reason, actor=actor, timeout=timeout))
 
 
 def expire_pod(uid: str, actor: str, *, timeout: float = TIMEOUT) -> dict:
     """Expire an assumed pod now, as the reaper would once its TTL has passed."""
-    return _simple("expire", uid, actor, {"uid": uid}, timeout)
+    return _audited("expire", uid, actor, {"uid": uid},
+                    lambda: owner_client.expire(uid, actor=actor, timeout=timeout))
 
 
-def _simple(op: str, uid: str, actor: str, args: dict, timeout: float) -> dict:
+def _audited(op: str, uid: str, actor: str, args: dict, ask) -> dict:
+    """ask()'s result, audited with `args`, or its CommandError, audited and raised."""
     try:
-        result = send(op, args, actor=actor, timeout=timeout)
+        result = ask()
     except CommandError as e:
         _audit(actor, op, uid, "", e, {**args, "status": e.status})
         raise
@@ -122,9 +125,8 @@ def _unqueued(uid: str, node: str, error: Exception, actor: str) -> CommandError
     """The bind could not be queued: undo the assumption, so the pod is not stuck assumed."""
     log.error("could not queue the bind of %s on %s: %s; forgetting it", uid, node, error)
     try:
-        send("forget", {"uid": uid, "node": node,
-                        "reason": f"could not queue the bind: {error}"},
-             actor=actor, wait=False, timeout=None)
+        owner_client.settle_binds([owner_client.forget_command(
+            uid, node, f"could not queue the bind: {error}")], actor=actor)
     except CommandError:
         log.exception("could not forget %s either", uid)
     return CommandError(503, f"assumed, but the bind could not be queued: {error}")

@@ -16,7 +16,7 @@ from django.template.loader import render_to_string
 
 from dashboard import (event_reads, health, heatmap, live_hub, node_query, node_reads,
                        read_model, snapshot_reads, views)
-from dashboard.feed.publisher import EVENTS_GROUP
+from wire.keys import EVENTS_GROUP
 
 BAD_INPUT = 4400     # close code: the socket's URL asked for something that cannot be shown
 NOT_FOUND = 4404     # close code: no live page has a socket at that path

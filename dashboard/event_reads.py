@@ -14,11 +14,11 @@ from urllib.parse import urlencode
 
 from django.db.models import Max, Q
 
-from dashboard.feed.owner import OWNER_LEADING
 from dashboard.models import Transition
 from dashboard.node_reads import NODE_NAME
 from dashboard.pod_history import shown_state
 from schedcache import events as cache_events
+from wire.live import OWNER_LEADING
 
 EVENTS_SHOWN = 100      # the page's first paint
 ROWS_KEPT = 300         # rows a live page keeps; older ones are dropped as new ones come

@@ -13,12 +13,12 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Case, Count, Min, Value, When
 from django.utils import timezone
 
-from dashboard.feed.commands import CommandError, send
 from dashboard.models import NodeRecord, PodRecord, PodState
 from dashboard.node_query import NodeFilters
-from dashboard import read_model
+from dashboard import owner_client, read_model
 from dashboard.read_model import (GIB, OwnerStatus, Usage, ago, cpu, memory, owner_status,
                                   resource_sums, usages)
+from wire.commands import CommandError
 
 NODE_PODS_SHOWN = 200   # on a node's page; the rest are counted
 ZONE_NODES_SHOWN = 100  # per zone, on the zones page
@@ -189,7 +189,7 @@ def node_images(name: str, owner: OwnerStatus) -> tuple[list[Image] | None, str]
     if not owner.live:
         return None, "no live owner to list them"
     try:
-        result = send("get_node", {"name": name}, timeout=IMAGES_TIMEOUT)
+        result = owner_client.get_node(name, timeout=IMAGES_TIMEOUT)
     except CommandError as exc:
         return None, exc.message
     return [Image(image, size // 2**20, num_nodes)

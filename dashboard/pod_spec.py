@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import yaml
 
-from dashboard.feed.commands import CommandError, send
+from dashboard import owner_client
+from wire.commands import CommandError
 
 SPEC_TIMEOUT = 1.0   # seconds the pod's page waits for the owner
 
@@ -36,7 +37,7 @@ def pod_spec(uid: str, owner_live: bool) -> tuple[PodSpec | None, str]:
     if not owner_live:
         return None, "no live cache owner to ask"
     try:
-        answer = send("get_pod", {"uid": uid}, timeout=SPEC_TIMEOUT)
+        answer = owner_client.get_pod(uid, timeout=SPEC_TIMEOUT)
     except CommandError as exc:
         if exc.status == 404:
             return None, "the cache neither holds nor tracks it any more"

@@ -15,12 +15,12 @@ from django.views.decorators.http import require_GET, require_http_methods
 from dashboard import actions, read_model
 from dashboard.action_preview import preview
 from dashboard.api.auth import ACT_PERMISSION
-from dashboard.feed.commands import CommandError
 from dashboard.pod_history import pod_history
 from dashboard.pod_spec import pod_spec
 from dashboard.pod_query import (PER_PAGE, SORT_CHOICES, STATES, BadFilter, PodFilters,
                                  namespaces, pod_row, query_pods)
 from dashboard.views import render_page
+from wire.commands import CommandError
 
 # action in the URL -> (what runs it, its button's words, what it does, in a sentence)
 ACTIONS = {

@@ -2,7 +2,7 @@
 
 Why: the cache lives in the owner process (`manage.py watch`), which writes
 it into the database in batches (PodRecord, NodeRecord, Transition,
-SnapshotSample, ComparerRun) and its live counters into Redis (STATUS_KEY).
+SnapshotSample, ComparerRun) and its live counters into Redis (OWNER_STATUS).
 This is the one module that reads them for display: templates can neither
 do arithmetic nor call methods with arguments, and the pages and their htmx
 fragments must print the same values.
@@ -18,6 +18,7 @@ import time
 
 import orjson
 import redis
+from django.conf import settings
 from django.db.models import BigIntegerField, Count, Max, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
@@ -25,10 +26,10 @@ from django.utils import timezone
 
 from dashboard import supervised
 from dashboard.celery import app as celery_app
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY
 from dashboard.models import (ComparerRun, NodeRecord, PodRecord, PodState, SnapshotSample,
                               Transition)
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS
 
 MIB = 1024**2
 GIB = 1024**3
@@ -218,7 +219,7 @@ def bind_queue_depth() -> int | None:
     """Tasks waiting in Celery's default queue (a Redis list on the broker): binds, and
     the reaper's and comparer's runs that share it."""
     try:
-        return redis_client().llen(celery_app.conf.task_default_queue)
+        return redis_client(settings.REDIS_URL).llen(celery_app.conf.task_default_queue)
     except redis.RedisError:
         return None
 
@@ -254,7 +255,7 @@ def bind_health() -> BindHealth:
 @dataclass(frozen=True)
 class OwnerStatus:
     """The owner's live counters from Redis. state: "live", "absent" (no owner wrote them
-    in the last STATUS_TTL seconds) or "unreachable" (Redis did not answer)."""
+    in the last wire.keys.OWNER_STATUS_TTL seconds) or "unreachable" (Redis did not answer)."""
     state: str
     counters: dict = field(default_factory=dict)
     error: str = ""
@@ -304,7 +305,7 @@ class OwnerStatus:
 
 def owner_status() -> OwnerStatus:
     try:
-        raw = redis_client().get(STATUS_KEY)
+        raw = redis_client(settings.REDIS_URL).get(OWNER_STATUS)
     except redis.RedisError as exc:
         return OwnerStatus("unreachable", error=str(exc))
     if raw is None:
@@ -406,4 +407,5 @@ def overview(owner: OwnerStatus | None = None) -> Overview:
     return Overview(pods=pod_counts(), recent=recent_outcomes(), nodes=nodes["nodes"],
                     missing_nodes=nodes["missing"], owner=owner, snapshot=snapshot_lag(owner),
                     comparison=latest_comparison(), cpu=cpu_usage, memory=memory_usage,
-                    binds=bind_health(), processes=supervised.processes(redis_client()))
+                    binds=bind_health(),
+                    processes=supervised.processes(redis_client(settings.REDIS_URL)))

@@ -18,13 +18,12 @@ from django.conf import settings
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
+from wire.clients import UNREACHABLE
+
 log = logging.getLogger(__name__)
 
 SOCKET_TIMEOUT = 2.0     # seconds: a stalled Redis fails a call within this
 CONNECT_TIMEOUT = 1.0
-# What an outage raises (a restarting Redis's "loading" is a ConnectionError too); any
-# other RedisError is a bug, not weather.
-UNREACHABLE = (redis.ConnectionError, redis.TimeoutError)
 
 
 def fail_fast_options() -> dict:

@@ -2,7 +2,7 @@
 
 `manage.py up` publishes its supervisor's children (pid, restarts, last restart,
 last exit) to Redis on every start and exit; the leading cache owner is whoever
-holds the leader lease (`dashboard/feed/leader.py`). In a cluster no supervisor
+holds the leader lease (`wire/lease.py`). In a cluster no supervisor
 publishes (Kubernetes restarts pods there) and the overview shows the leader only.
 """
 from dataclasses import dataclass
@@ -11,23 +11,22 @@ from datetime import datetime, timezone
 import orjson
 import redis
 
-from dashboard.feed.leader import LeaderLease, holder_name
-
-CHILDREN_KEY = "schedview:supervisor:children"   # JSON list of ChildState.as_dict()
+from wire.keys import OWNER_LEASE, SUPERVISOR_CHILDREN
+from wire.lease import holder_name, lease_holder
 
 
 def publish(client: redis.Redis, states: list[dict]):
     """Store the children's states. Redis may be the child that is down (the console says
     so): the next start or exit publishes again."""
     try:
-        client.set(CHILDREN_KEY, orjson.dumps(states))
+        client.set(SUPERVISOR_CHILDREN, orjson.dumps(states))
     except redis.RedisError:
         pass
 
 
 def clear(client: redis.Redis):
     try:
-        client.delete(CHILDREN_KEY)
+        client.delete(SUPERVISOR_CHILDREN)
     except redis.RedisError:
         pass    # the embedded Redis is already gone, and the key with it
 
@@ -50,8 +49,8 @@ class Processes:
 
 def processes(client: redis.Redis) -> Processes:
     try:
-        token = LeaderLease(client).holder()
-        raw = client.get(CHILDREN_KEY)
+        token = lease_holder(client, OWNER_LEASE)
+        raw = client.get(SUPERVISOR_CHILDREN)
     except redis.RedisError as exc:
         return Processes("", [], str(exc))
     return Processes(holder_name(token), [

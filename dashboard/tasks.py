@@ -3,7 +3,7 @@ the embedded default's scheduler.
 
 The owner decides and assumes; these tasks do the binds nobody waits for (an
 operator's or a tool's assume, the extender binding a pod itself): the Binding POST
-(dashboard.binding) and its report back with commands (dashboard.feed.commands):
+(dashboard.binding) and its report back to the owner (dashboard.owner_client):
 FINISH is `finish_binding` (the assumed pod starts its expiry clock), FORGET is
 `forget`, RETRY is tried again after a short backoff until SCHEDVIEW_BIND_ATTEMPTS
 attempts in all (attempt 1 is the first try, as in HiveD's PodBindAttempts), then
@@ -22,16 +22,15 @@ pods a batch had no time for are retried one by one. Running a bind twice is sti
 harmless: the second POST gets 409 and the read-back (dashboard.binding) decides.
 """
 import logging
-import time
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from dashboard import health, history_retention, kube
+from dashboard import health, history_retention, kube, owner_client
 from dashboard.binding import FINISH, FORGET, RETRY, bind_once
 from dashboard.extender import standin
-from dashboard.feed.commands import send, send_many
+from dashboard.owner_client import finish_command, forget_command, settle_binds
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +43,6 @@ BIND_TIME_LIMIT = (settings.SCHEDVIEW_BIND_REDELIVERY * 0.6,
 def backoff(attempt: int) -> float:
     """Seconds before attempt + 1: doubling from SCHEDVIEW_BIND_BACKOFF, at most 2 s."""
     return min(settings.SCHEDVIEW_BIND_BACKOFF * 2 ** (attempt - 1), 2.0)
-
-
-def finish_command(uid: str, node: str) -> tuple:
-    return "finish_binding", {"uid": uid, "node": node, "now": time.time()}
-
-
-def forget_command(uid: str, node: str, reason: str) -> tuple:
-    return "forget", {"uid": uid, "node": node, "reason": reason}
 
 
 def _settle(uid, namespace, name, node, attempt, outcome, reason):
@@ -88,9 +79,8 @@ def bind_pod(uid: str, namespace: str, name: str, node: str, attempt: int = 1) -
     command = _settle(uid, namespace, name, node, attempt, outcome, reason)
     if command is None:
         return RETRY
-    op, args = command
-    send(op, args, actor="bind", wait=False, timeout=None)
-    return FINISH if op == "finish_binding" else FORGET
+    settle_binds([command])
+    return FINISH if command[0] == "finish_binding" else FORGET
 
 
 @shared_task(name="dashboard.tasks.bind_pods", ignore_result=True, acks_late=True,
@@ -114,7 +104,7 @@ def bind_pods(batch: list) -> dict:
             commands.append(_settle(uid, namespace, name, node, 1, RETRY,
                                     "the bind task ran out of time"))
             counts[RETRY] += 1
-    send_many([c for c in commands if c is not None], actor="bind", wait=False, timeout=None)
+    settle_binds([c for c in commands if c is not None])
     return counts
 
 
@@ -124,15 +114,13 @@ def bind_pods(batch: list) -> dict:
 def reap() -> str:
     """Ask the owner to expire assumed pods whose binding finished more than TTL ago.
     The command dies with the period: a queue of reaps never piles up for the owner."""
-    return send("reap", {"now": time.time()}, actor="reaper", wait=False,
-                timeout=settings.SCHEDVIEW_REAP_PERIOD)
+    return owner_client.reap(period=settings.SCHEDVIEW_REAP_PERIOD)
 
 
 @shared_task(name="dashboard.tasks.compare", ignore_result=True)
 def compare() -> str:
     """Ask the owner to compare its cache with the cluster (it logs and counts differences)."""
-    return send("compare", {}, actor="comparer", wait=False,
-                timeout=settings.SCHEDVIEW_COMPARE_PERIOD)
+    return owner_client.compare(period=settings.SCHEDVIEW_COMPARE_PERIOD)
 
 
 @shared_task(name="dashboard.tasks.prune_history", ignore_result=True)

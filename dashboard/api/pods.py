@@ -18,9 +18,9 @@ from dashboard.api.errors import ApiError
 from dashboard.api.schemas import (ACTION_ERRORS, READ_ERRORS, STATES, ActionOut, AssumeIn,
                                    AssumeOut, ErrorOut, Filter, Name, PodDetailOut, PodPageOut,
                                    refuse_repeated)
-from dashboard.feed.commands import CommandError
 from dashboard.models import PodRecord, Transition
 from dashboard.pod_history import TIMELINE_LIMIT
+from wire.commands import CommandError
 
 router = Router(tags=["pods"])
 

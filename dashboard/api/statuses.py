@@ -14,8 +14,8 @@ from dashboard.api.errors import ApiError
 from dashboard.api.schemas import READ_ERRORS, ErrorOut, Name, PageInfo, example, refuse_repeated
 from dashboard.extender import status_reads
 from dashboard.extender.statuses import STATES
-from dashboard.feed.commands import CommandError
 from dashboard.read_model import MAX_PAGE
+from wire.commands import CommandError
 
 router = Router(tags=["statuses"])
 

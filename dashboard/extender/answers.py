@@ -16,7 +16,7 @@ from typing import Callable
 import orjson
 
 from dashboard.binding import FINISH
-from dashboard.feed.commands import CommandError
+from wire.commands import CommandError
 
 log = logging.getLogger(__name__)
 

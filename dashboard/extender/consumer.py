@@ -8,7 +8,7 @@ status), and a flush with a new version redraws the browser's page of the list.
 from django.template.loader import render_to_string
 
 from dashboard.consumers import BAD_INPUT, LiveConsumer, _query
-from dashboard.feed.commands import CommandError
+from wire.commands import CommandError
 
 from . import status_reads
 from .pages import TEMPLATE, list_context

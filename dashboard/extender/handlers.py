@@ -8,7 +8,7 @@ other processes ask over Redis: the statuses page and REST read the statuses wit
 
     owner.register(command_handlers(extender))
 """
-from dashboard.feed.commands import CommandError
+from wire.commands import CommandError
 
 from .core import Extender, ExtenderUserError
 from .statuses import TransitionError

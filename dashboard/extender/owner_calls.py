@@ -14,7 +14,8 @@ call the owner has already started is waited for, so no answer is lost.
 import threading
 from collections import deque
 
-from dashboard.feed.commands import CommandError, OwnerUnavailable, run_handler
+from dashboard.feed.commands import run_handler
+from wire.commands import CommandError, OwnerUnavailable
 
 _QUEUED, _TAKEN, _ABANDONED = "queued", "taken", "abandoned"
 

@@ -9,8 +9,8 @@ from urllib.parse import urlencode
 
 from django.views.decorators.http import require_GET
 
-from dashboard.feed.commands import CommandError
 from dashboard.views import render_page
+from wire.commands import CommandError
 
 from . import status_reads
 from .statuses import STATES

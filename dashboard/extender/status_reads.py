@@ -2,14 +2,14 @@
 
 They live in the cache owner's memory (the extender decides there), so they are
 asked of it over the command channel: a page at a time, filtered by state, or
-one pod by namespace and name. Raises dashboard.feed.commands.CommandError:
+one pod by namespace and name. Raises wire.commands.CommandError:
 OwnerUnavailable (503) without a live owner, 404 for a pod not tracked.
 """
 from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
 
-from dashboard.feed.commands import send
+from dashboard import owner_client
 from dashboard.read_model import MAX_PAGE
 
 from .handlers import MAX_LIMIT
@@ -59,18 +59,18 @@ def statuses_page(state: str = "", number: int = 1, per_page: int = PER_PAGE) ->
     args = {"limit": per_page, "offset": (number - 1) * per_page}
     if state:
         args["state"] = state
-    answer = send("extender_statuses", args, timeout=TIMEOUT)
+    answer = owner_client.extender_statuses(args, timeout=TIMEOUT)
     page = Paginator(range(answer["total"]), per_page).get_page(number)
     if page.number != number:      # past the last page: ask for the last one
-        answer = send("extender_statuses", dict(args, offset=(page.number - 1) * per_page),
-                      timeout=TIMEOUT)
+        answer = owner_client.extender_statuses(
+            dict(args, offset=(page.number - 1) * per_page), timeout=TIMEOUT)
         page = Paginator(range(answer["total"]), per_page).get_page(page.number)
     return StatusPage(answer["items"], answer["counts"], answer["total"], page, state)
 
 
 def pod_status(namespace: str, name: str) -> dict:
     """One pod's full status: every node's wait reason, victims, bind attempts."""
-    return send("extender_status", {"namespace": namespace, "name": name}, timeout=TIMEOUT)
+    return owner_client.extender_status(namespace, name, timeout=TIMEOUT)
 
 
 @dataclass

@@ -21,33 +21,28 @@ owner that must list it from scratch.
 """
 import logging
 import time
-import uuid
 
 from redis.exceptions import LockError, LockNotOwnedError
 
 from dashboard.redis_outage import UNREACHABLE, RedisBackoff
+from wire.keys import OWNER_LEASE, lease_term
+from wire.lease import holder_name, lease_holder, lease_token
 
 log = logging.getLogger(__name__)
 
-LEASE_KEY = "schedview:owner:leader"
 LEASE = 5.0                             # seconds the lease lives without an extend
 MARGIN = 1.0            # seconds before its expiry a leader steps down (a fifth of shorter leases)
 
 
-def holder_name(token: str | None) -> str:
-    """The owner's --id from a lease token ("<id>:<random hex>")."""
-    return token.rpartition(":")[0] if token else ""
-
-
 class LeaderLease:
-    def __init__(self, client, key=LEASE_KEY, lease=LEASE, holder=None, clock=time.monotonic):
+    def __init__(self, client, key=OWNER_LEASE, lease=LEASE, holder=None, clock=time.monotonic):
         self.client = client
         self.lease = lease
         self.clock = clock
         self.margin = min(MARGIN, lease / 5)
-        self.token = f"{holder or 'owner'}:{uuid.uuid4().hex}"
+        self.token = lease_token(holder or "owner")
         self.lock = client.lock(key, timeout=lease, thread_local=False)
-        self.term_key = f"{key}:term"   # bumped by every owner that takes the lease
+        self.term_key = lease_term(key)   # bumped by every owner that takes the lease
         self.term = None
         self._held_until = 0.0
 
@@ -138,5 +133,4 @@ class LeaderLease:
             log.warning("could not release the leader lease (%s); it expires by itself", error)
 
     def holder(self):
-        value = self.client.get(self.lock.name)
-        return value.decode() if value else None
+        return lease_holder(self.client, self.lock.name)

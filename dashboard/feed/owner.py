@@ -22,7 +22,7 @@ from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot, compare
 from schedcache.events import CacheEvent
 from schedcache.podinfo import make_pod_info, unpack_pod_info
 
-from dashboard.feed.commands import STATUS_KEY, CommandError, CommandServer
+from dashboard.feed.commands import CommandServer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.feed.feed_lag import FeedLag
 from dashboard.feed.owner_metrics import OwnerMetrics
@@ -30,12 +30,13 @@ from dashboard.feed.projection import Batch
 from dashboard.feed.reflector import Relisted, Watched
 from dashboard.feed.row_details import node_details, pod_request_columns
 from dashboard.redis_outage import RedisBackoff
+from wire.commands import CommandError
+from wire.keys import OWNER_SEQ as SEQ_KEY
+from wire.keys import OWNER_STATUS as STATUS_KEY, OWNER_STATUS_TTL as STATUS_TTL
+from wire.live import OWNER_LEADING
 
 log = logging.getLogger(__name__)
 
-STATUS_TTL = 10                          # seconds: no status means no live owner
-SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
-OWNER_LEADING = "owner_leading"          # the event of an owner taking the lease
 ROWS_PER_FLUSH = 3000                    # read-model rows built per flush (100 ms)
 _TERMINATED = ("Succeeded", "Failed")
 _OUTCOMES = {"pod_expired": "Expired", "pod_forgotten": "Forgotten"}

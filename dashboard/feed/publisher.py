@@ -14,10 +14,11 @@ import logging
 import threading
 
 from dashboard.redis_outage import SOCKET_TIMEOUT, UNREACHABLE, RedisBackoff, fail_fast_layer
+from wire.keys import EVENTS_GROUP
+from wire.live import events_message
 
 log = logging.getLogger(__name__)
 
-EVENTS_GROUP = "events"
 HELD_MAX = 50_000        # events held for the browsers while Redis is unreachable
 SEND_TIMEOUT = 3 * SOCKET_TIMEOUT
 
@@ -43,8 +44,7 @@ class Publisher:
         if not (self._held or status) or not self.backoff.ready():
             return
         try:
-            self._run(self.layer.group_send(
-                EVENTS_GROUP, {"type": "cache.events", "events": self._held, "status": status}))
+            self._run(self.layer.group_send(EVENTS_GROUP, events_message(self._held, status)))
         except (*UNREACHABLE, concurrent.futures.TimeoutError) as error:
             self.backoff.failed(error)
             del self._held[:-HELD_MAX]

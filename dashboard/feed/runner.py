@@ -32,11 +32,12 @@ from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.decoder import DecoderProcess
-from dashboard.feed.leader import holder_name
-from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
+from dashboard.feed.owner import CacheOwner, CompareRequest, newer
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.models import Transition
+from wire.keys import OWNER_SEQ
+from wire.lease import holder_name
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def settle_heap():
 def last_seq(redis) -> int:
     """Where the previous owner stopped numbering: what it published, or what it stored."""
     stored = Transition.objects.aggregate(top=Max("seq"))["top"] or 0
-    return max(int(redis.get(SEQ_KEY) or 0), stored)
+    return max(int(redis.get(OWNER_SEQ) or 0), stored)
 
 
 def list_for_comparison(decoder: DecoderProcess, stop, settle=WATCH_SETTLE) -> CompareRequest:

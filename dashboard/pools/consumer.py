@@ -4,7 +4,7 @@ from django.template.loader import render_to_string
 
 from dashboard.consumers import LiveConsumer
 from dashboard.pools.panel import panel
-from dashboard.pools.runner import POOLS_GROUP
+from wire.keys import POOLS_GROUP
 
 
 class PoolsConsumer(LiveConsumer):

@@ -1,7 +1,7 @@
 """The pools process's parts and loop: the pool pods' reflector, a scheduler per pool
 claiming over HTTP, the claim server on Redis, and the status it publishes.
 
-    process = PoolsProcess(configuration, redis_client())
+    process = PoolsProcess(configuration, loop_client(settings.REDIS_URL))
     process.run(stop)        # until stop is set; then every pool shuts down and drains
 
 Each loop turn serves the claim requests that came (waiting at most SERVE_WAIT) and,
@@ -19,14 +19,15 @@ from kubernetes import client
 
 from dashboard.pools.claimer import ApiClaimer
 from dashboard.pools.feed import PoolFeed, pool_reflector
-from dashboard.pools.transport import STATUS_KEY, ClaimServer
+from dashboard.pools.transport import ClaimServer
 from dashboard.probes import Heartbeat
 from dashboard.redis_outage import RedisBackoff
 from warmpool import PoolScheduler
+from wire.keys import POOLS_GROUP, POOLS_STATUS
+from wire.live import pools_changed_message
 
 log = logging.getLogger("dashboard.pools")
 
-POOLS_GROUP = "pools"
 SERVE_WAIT = 0.1         # seconds a turn waits for claim requests
 PUBLISH_INTERVAL = 0.5   # seconds between status publications
 
@@ -91,8 +92,7 @@ class PoolsProcess:
         counting_down = any(s["reservations"] for s in statuses.values())
         if shown != self._shown or counting_down:
             layer = self.layer or get_channel_layer()
-            async_to_sync(layer.group_send)(POOLS_GROUP, {"type": "cache.events", "events": [],
-                                                          "pools": True})
+            async_to_sync(layer.group_send)(POOLS_GROUP, pools_changed_message())
             self._shown = shown     # only once sent: a send Redis failed is sent again
 
     def shutdown(self) -> None:
@@ -102,4 +102,4 @@ class PoolsProcess:
         for scheduler in list(self.feed.schedulers.values()):
             if not scheduler.shutdown(timeout=15):
                 log.warning("pool %s: claims still in flight at shutdown", scheduler.pool)
-        self.redis_backoff.attempt(self.redis.delete, STATUS_KEY)
+        self.redis_backoff.attempt(self.redis.delete, POOLS_STATUS)

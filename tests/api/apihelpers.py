@@ -3,13 +3,13 @@
 from datetime import datetime, timezone
 import threading
 
-from dashboard.feed.commands import COMMANDS_KEY, REPLY_PREFIX
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.reflector import Relisted
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.feed.runner import build_owner, step
 from dashboard.models import NodeRecord, PodRecord, Transition
 from tests.live.livestack import wait_for  # noqa: F401  (re-exported for the tests)
+from wire.keys import OWNER_COMMANDS, OWNER_REPLY_PREFIX
 
 AT = datetime(2026, 11, 22, 11, 0, tzinfo=timezone.utc)
 
@@ -56,8 +56,8 @@ def state_of(uid):
 
 def clear_commands(client):
     """No command, reply or queued bind left over from another test."""
-    client.delete(COMMANDS_KEY, "celery")
-    for key in client.scan_iter(REPLY_PREFIX + "*"):
+    client.delete(OWNER_COMMANDS, "celery")
+    for key in client.scan_iter(OWNER_REPLY_PREFIX + "*"):
         client.delete(key)
 
 

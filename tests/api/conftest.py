@@ -1,10 +1,11 @@
 """Fixtures for the REST API tests: tools with tokens, and a real cache owner."""
 import pytest
+from django.conf import settings
 from django.test import Client
 
-from dashboard.feed.commands import redis_client
 from dashboard.models import ApiToken, NodeRecord, PodRecord
 from simcluster.generate import make_node, make_pod
+from wire.clients import redis_client
 from apihelpers import OwnerThread, clear_commands, wait_for
 
 NODES = ["node-a", "node-b"]
@@ -27,7 +28,7 @@ def viewer_api(viewer):
 def owner(redis_url, transactional_db):
     """A real owner over two nodes, a bound pod `running` and pending pods `waiting-0..3`;
     yields once the read model holds them all. Bind tasks are queued in Redis, not run."""
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
     clear_commands(client)
     nodes = [make_node(name, zone=f"zone-{i}") for i, name in enumerate(NODES)]
     pods = [make_pod("running", namespace=NAMESPACE, uid="uid-running", node_name=NODES[0],

@@ -2,10 +2,11 @@
 the state machine's refusals are 409 and change nothing; bad input never reaches the owner;
 no owner is a 503. Every action, refused ones too, leaves an audit row with its user."""
 import pytest
+from django.conf import settings
 
-from dashboard.feed.commands import redis_client
 from dashboard.models import AuditAction, PodRecord
 from apihelpers import clear_commands, error_of, pod_record, state_of, wait_for
+from wire.clients import redis_client
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
@@ -46,7 +47,7 @@ def test_assume_places_a_pending_pod_and_queues_its_bind(api, owner):
     assert (body["before"]["pods"], body["after"]["pods"]) == (1, 2)
     assert body["after"]["requested"]["milli_cpu"] - body["before"]["requested"]["milli_cpu"] \
         == 200
-    assert body["task_id"] and redis_client().llen("celery") == 1
+    assert body["task_id"] and redis_client(settings.REDIS_URL).llen("celery") == 1
     assert cached_state(owner, "uid-waiting-0") == "Assumed"
     wait_for(lambda: state_of("uid-waiting-0") == "Assumed", 10, "the read model")
     assert audits() == [("operator", "schedule", "uid-waiting-0", True)]
@@ -105,7 +106,7 @@ def test_assuming_twice_is_409_and_the_first_stands(api, owner):
     uid = assumed(api, "waiting-0")
     assert "already Assumed" in error_of(assume(api, "waiting-0", node="node-b"), 409)
     assert owner.owner.cache.pod_info(uid).node_name == "node-a"
-    assert redis_client().llen("celery") == 1
+    assert redis_client(settings.REDIS_URL).llen("celery") == 1
     assert [ok for *_, ok in audits()] == [True, False]
 
 
@@ -140,9 +141,9 @@ def test_a_bad_assume_body_is_400_and_reaches_no_owner(api, owner, body):
 
 
 def test_without_an_owner_an_action_is_503_with_a_clear_message(api, redis_url):
-    clear_commands(redis_client())
+    clear_commands(redis_client(settings.REDIS_URL))
     pod_record("orphan", state="Assumed")
     message = error_of(api.post("/api/v1/pods/uid-orphan/forget"), 503)
     assert "manage.py watch" in message
-    clear_commands(redis_client())
+    clear_commands(redis_client(settings.REDIS_URL))
     assert PodRecord.objects.get(uid="uid-orphan").state == "Assumed"

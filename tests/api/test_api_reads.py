@@ -5,11 +5,12 @@ import time
 
 import orjson
 import pytest
+from django.conf import settings
 
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY, STATUS_TTL
 from dashboard.models import ComparerRun, SnapshotSample, Transition
 from apihelpers import AT, error_of, node_record, pod_record, transition
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS, OWNER_STATUS_TTL
 
 pytestmark = pytest.mark.django_db
 
@@ -174,10 +175,10 @@ def test_an_unknown_node_is_404_and_bad_pages_400(api, nodes):
 @pytest.fixture
 def owner_status(redis_url):
     """Write the owner's status as a live owner does; none before, gone afterwards."""
-    client = redis_client()
-    client.delete(STATUS_KEY)
-    yield lambda status: client.set(STATUS_KEY, orjson.dumps(status), ex=STATUS_TTL)
-    client.delete(STATUS_KEY)
+    client = redis_client(settings.REDIS_URL)
+    client.delete(OWNER_STATUS)
+    yield lambda status: client.set(OWNER_STATUS, orjson.dumps(status), ex=OWNER_STATUS_TTL)
+    client.delete(OWNER_STATUS)
 
 
 def test_zones_follow_the_node_tree_order(api, nodes, owner_status):

@@ -9,9 +9,8 @@ import jsonschema_rs
 import pytest
 from django.test import Client
 
-
-from dashboard.feed.commands import CommandError
 from dashboard.models import ComparerRun
+from wire.commands import CommandError
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 
 from dashboard.extender import status_reads
-from dashboard.feed.commands import send
+from dashboard.owner_client import send
 from simcluster.generate import make_pod
 from tests.extender.statusworld import NAMESPACE, scheduled  # noqa: F401  (fixture)
 from apihelpers import error_of

@@ -7,7 +7,7 @@ over an 8 s window (see conftest), so the banner rises within seconds; placing t
 import pytest
 from playwright.sync_api import expect
 
-from dashboard.feed.commands import send
+from dashboard.owner_client import send
 from livestack import new_pod, state_of, wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(240)]

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browserkit import wait_live
-from dashboard.feed.commands import send
+from dashboard.owner_client import send
 from livestack import new_pod, state_of, wait_for
 
 # django_db: the stack needs the test database (each test rolls back what it writes here).

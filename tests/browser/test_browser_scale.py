@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browserkit import wait_live
-from dashboard.feed.commands import send
+from dashboard.owner_client import send
 from livestack import state_of, wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]

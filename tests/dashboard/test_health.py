@@ -4,14 +4,15 @@ from datetime import datetime, timedelta, timezone as tz
 
 import orjson
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from dashboard import health
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY
 from dashboard.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
 from dashboard.models import ComparerRun, HealthSample, PodRecord, Transition
 from dashboard.read_model import OwnerStatus
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS
 
 T = Thresholds(feed_backlog=(100, 1000), feed_lag=(5, 30), read_model_backlog=(100, 1000), stuck_binds=(1, 5),
                bind_failures=(10, 30), pool_queue=(50, 90), window=60, comparer_stale=180)
@@ -145,13 +146,13 @@ def test_thresholds_come_from_the_settings(settings):
 @pytest.fixture
 def owner_reports(redis_url):
     """Publish an owner status as a live owner does (the key expires like the owner's)."""
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
 
     def report(**counters):
-        client.set(STATUS_KEY, orjson.dumps(dict({"synced": True, "at": timezone.now()
+        client.set(OWNER_STATUS, orjson.dumps(dict({"synced": True, "at": timezone.now()
                                                   .timestamp()}, **counters)), ex=10)
     yield report
-    client.delete(STATUS_KEY)
+    client.delete(OWNER_STATUS)
 
 
 def pending_pod(uid, ago_seconds):
@@ -192,7 +193,7 @@ def test_gather_reads_stuck_binds_from_the_owner_and_links_the_oldest(owner_repo
 
 @pytest.mark.django_db
 def test_without_an_owner_gather_fails_on_it(redis_url):
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
     HealthSample.objects.create(at=timezone.now(), period=10, level="ok")
     judged = health.gather()
     assert [c.name for c in judged.checks] == list(health.CHECKS)
@@ -251,7 +252,7 @@ def test_bind_failures_come_from_the_samples_of_the_window(owner_reports, settin
 
 @pytest.mark.django_db
 def test_without_an_owner_a_sample_says_so_and_counts_what_was_written(redis_url):
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
     pending_pod("p1", 5)
     PodRecord.objects.create(uid="a1", namespace="default", name="a1", state="Assumed")
     sample = health.take_sample(timezone.now(), period=10)

@@ -6,14 +6,15 @@ import time
 import jsonschema_rs
 import orjson
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
 from dashboard import health, health_series
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY
 from dashboard.models import HealthSample
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +27,7 @@ def fresh_judgement():
 
 @pytest.fixture
 def no_owner(redis_url):
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
 
 
 def test_the_banner_names_the_problem_and_links_to_the_cause(viewer_client, no_owner):
@@ -46,7 +47,7 @@ def test_pages_share_one_judgement_for_two_seconds(viewer_client, no_owner, monk
 
 
 def test_the_banner_fragment_alone_and_empty_when_healthy(viewer_client, redis_url):
-    redis_client().set(STATUS_KEY, orjson.dumps({"synced": True, "pending": 0,
+    redis_client(settings.REDIS_URL).set(OWNER_STATUS, orjson.dumps({"synced": True, "pending": 0,
                                                  "at": timezone.now().timestamp()}), ex=10)
     HealthSample.objects.create(at=timezone.now(), period=10, level="ok")   # beat samples
     try:
@@ -54,7 +55,7 @@ def test_the_banner_fragment_alone_and_empty_when_healthy(viewer_client, redis_u
         text = fragment.content.decode().strip()
         assert text.startswith('<div id="health-banner"') and "<ul>" not in text
     finally:
-        redis_client().delete(STATUS_KEY)
+        redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
 
 
 def test_the_overview_leads_with_every_check(viewer_client, no_owner):

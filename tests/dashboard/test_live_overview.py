@@ -7,8 +7,9 @@ from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
 from dashboard.live_hub import PUSH_INTERVAL
-from dashboard.feed.publisher import EVENTS_GROUP
 from dashboard.models import PodRecord
+from wire.keys import EVENTS_GROUP
+from wire.live import events_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -16,8 +17,7 @@ ORIGIN = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
 
 
 def flush_message(seq):
-    return {"type": "cache.events", "status": {},
-            "events": [{"seq": seq, "kind": "pod_added", "key": f"uid-{seq}"}]}
+    return events_message([{"seq": seq, "kind": "pod_added", "key": f"uid-{seq}"}], {})
 
 
 @database_sync_to_async

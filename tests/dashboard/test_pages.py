@@ -1,7 +1,7 @@
 """The pages show the read model the cache owner writes, with or without htmx.
 
 Rows are made with the ORM; the owner's live status is a JSON value under
-STATUS_KEY in the run's Redis, as the owner writes it.
+OWNER_STATUS in the run's Redis, as the owner writes it.
 """
 from datetime import timedelta
 import re
@@ -9,13 +9,14 @@ import time
 
 import orjson
 import pytest
+from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
 from dashboard import read_model
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY
 from dashboard.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample, Transition)
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS
 
 pytestmark = pytest.mark.django_db
 
@@ -27,17 +28,17 @@ PAGES = [("/", "counts"), ("/nodes/", "node-table"), ("/zones/", "zone-groups"),
 @pytest.fixture(autouse=True)
 def owner(redis_url):
     """No live owner unless a test says so: `owner(seq=..., ...)` writes its status."""
-    client = redis_client()
-    client.delete(STATUS_KEY)
+    client = redis_client(settings.REDIS_URL)
+    client.delete(OWNER_STATUS)
 
     def report(**counters):
         status = {"nodes": 0, "node_infos": 0, "pods": 0, "assumed": 0, "pending": 0,
                   "generation": 0, "snapshot_generation": 0, "seq": 0, "synced": True,
                   "feed_backlog": 0, "applied": 0, "skipped": 0, "commands": 0,
                   "at": time.time(), **counters}
-        client.set(STATUS_KEY, orjson.dumps(status), ex=10)
+        client.set(OWNER_STATUS, orjson.dumps(status), ex=10)
     yield report
-    client.delete(STATUS_KEY)
+    client.delete(OWNER_STATUS)
 
 
 def node(name, zone="region-1/zone-a", tree_index=0, *, cpu=(0, 4000), memory=(0, 8 * GIB),

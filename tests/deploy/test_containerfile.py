@@ -33,7 +33,7 @@ def test_it_installs_requirements_txt_and_copies_what_exists():
             assert (ROOT / source).exists(), source
     copied = {source for *sources, _ in copies for source in sources}
     # Every package the application imports is in the image.
-    for package in ("dashboard", "schedcache", "scheduling", "simcluster", "warmpool",
+    for package in ("dashboard", "schedcache", "scheduling", "simcluster", "warmpool", "wire",
                     "static", "templates", "manage.py"):
         assert package in copied, package
 

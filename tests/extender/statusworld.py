@@ -4,10 +4,12 @@ three schedule states: for the statuses page and REST tests.
     from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture)
 """
 import pytest
+from django.conf import settings
 
-from dashboard.feed.commands import redis_client, send
+from dashboard.owner_client import send
 from simcluster.generate import make_node, make_pod
 from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
+from wire.clients import redis_client
 
 NAMESPACE = "team"
 TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}
@@ -24,7 +26,7 @@ def scheduled(redis_url, transactional_db):
     calls: `placed` (500m) is Binding on n1, `huge` (64 cpu) Waiting, and `vip`
     (2 cpu, priority 100) Preempting `low`; `giant` (99 cpu) is pending, never filtered.
     Yields the OwnerThread (its `verb` calls the extender as the listener does)."""
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
     clear_commands(client)
     nodes = [make_node("n1", allocatable={"cpu": "4", "memory": "16Gi", "pods": "110"}),
              make_node("n2", taints=[TAINT])]

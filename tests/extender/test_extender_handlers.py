@@ -2,7 +2,7 @@
 import pytest
 
 from dashboard.extender.handlers import OPS, command_handlers, verb_handlers
-from dashboard.feed.commands import CommandError
+from wire.commands import CommandError
 
 from extender_builders import bind_args, filter_args
 

@@ -5,17 +5,21 @@ import socket
 import threading
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 
 from dashboard.extender.listener import ExtenderListener
 from dashboard.extender.owner_calls import OwnerCalls
-from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client, send
+from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
 from dashboard.feed.reflector import Relisted, Watched
 from dashboard.feed.runner import (COMMAND_PERIOD, FEED_CHUNK, attach_extender,
                                    listen_for_scheduler, step)
+from dashboard.owner_client import send
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
+from wire.clients import redis_client
+from wire.keys import OWNER_COMMANDS
 
 from extender_builders import BindRecorder, filter_args
 from listener_client import connect, post
@@ -25,8 +29,8 @@ NEVER = float("inf")
 
 @pytest.fixture
 def owner(redis_url):
-    redis_client().delete(COMMANDS_KEY)
-    owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}, client=redis_client()))
+    redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
+    owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}))
     owner.binds = BindRecorder()
     attach_extender(owner, schedule_bind=owner.binds)
     owner.feed.put(Relisted("nodes", [make_node("n1"), make_node("n2")], "1"))
@@ -61,7 +65,7 @@ def call_in_background(calls, op="status"):
 def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
     calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
     deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
 
     def turn(at):
         caller = call_in_background(calls)
@@ -70,18 +74,18 @@ def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
 
     send("status", wait=False, client=client)
     turn(100.0)                                   # a call, and Redis's first look
-    assert client.llen(COMMANDS_KEY) == 0
+    assert client.llen(OWNER_COMMANDS) == 0
     send("status", wait=False, client=client)
     turn(100.0 + COMMAND_PERIOD / 2)
-    assert client.llen(COMMANDS_KEY) == 1         # kube-scheduler's calls only
+    assert client.llen(OWNER_COMMANDS) == 1         # kube-scheduler's calls only
     turn(100.0 + COMMAND_PERIOD)
-    assert client.llen(COMMANDS_KEY) == 0
+    assert client.llen(OWNER_COMMANDS) == 0
     send("status", wait=False, client=client)
     # kube-scheduler pauses: the idle wait times out and Redis is looked at next turn.
     step(owner, deadlines, None, clock=lambda: 100.0 + COMMAND_PERIOD * 1.5, calls=calls)
-    assert client.llen(COMMANDS_KEY) == 1
+    assert client.llen(OWNER_COMMANDS) == 1
     step(owner, deadlines, None, clock=lambda: 100.0 + COMMAND_PERIOD * 1.5, calls=calls)
-    assert client.llen(COMMANDS_KEY) == 0
+    assert client.llen(OWNER_COMMANDS) == 0
 
 
 def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):

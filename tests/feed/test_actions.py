@@ -6,8 +6,8 @@ from django.db import DatabaseError
 from kombu.exceptions import OperationalError
 
 from dashboard import actions, tasks
-from dashboard.feed.commands import CommandError, OwnerUnavailable
 from dashboard.models import AuditAction
+from wire.commands import CommandError, OwnerUnavailable
 from test_commands import ServerThread, rclient  # noqa: F401  (fixtures)
 from test_tasks import NS, cluster_data, kube, nodes, sim, worker  # noqa: F401
 

@@ -1,4 +1,5 @@
-"""Commands to the cache owner over the real Redis of the run (REDIS_URL or embedded)."""
+"""Commands to the cache owner over the real Redis of the run (REDIS_URL or embedded): the
+web's client (dashboard.owner_client) and the owner's server (dashboard.feed.commands)."""
 import logging
 import threading
 import time
@@ -6,9 +7,16 @@ import time
 import orjson
 import pytest
 
+from django.conf import settings
+
 from dashboard.feed import commands
-from dashboard.feed.commands import (COMMANDS_KEY, CommandError, CommandServer,
-                                     OwnerUnavailable, redis_client, send, send_many)
+from dashboard.feed.commands import CommandServer
+from dashboard.owner_client import send, send_many
+from wire import requests
+from wire.clients import redis_client
+from wire.commands import Command, CommandError, OwnerUnavailable
+from wire.keys import OWNER_COMMANDS, OWNER_REPLY_PREFIX, owner_reply
+from wire.requests import REPLY_TTL, Request
 
 
 # -- helpers shared with test_tasks and test_actions ------------------------------------------
@@ -16,15 +24,15 @@ from dashboard.feed.commands import (COMMANDS_KEY, CommandError, CommandServer,
 @pytest.fixture
 def rclient(redis_url):
     """The run's Redis with no commands or replies left over from another test."""
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
     _clear(client)
     yield client
     _clear(client)
 
 
 def _clear(client):
-    client.delete(COMMANDS_KEY)
-    for key in client.scan_iter(commands.REPLY_PREFIX + "*"):
+    client.delete(OWNER_COMMANDS)
+    for key in client.scan_iter(OWNER_REPLY_PREFIX + "*"):
         client.delete(key)
 
 
@@ -80,11 +88,16 @@ class ServerThread:
 
 
 def queued(client):
-    return [orjson.loads(raw) for raw in client.lrange(COMMANDS_KEY, 0, -1)]
+    return [orjson.loads(raw) for raw in client.lrange(OWNER_COMMANDS, 0, -1)]
 
 
 def reply_keys(client):
-    return list(client.scan_iter(commands.REPLY_PREFIX + "*"))
+    return list(client.scan_iter(OWNER_REPLY_PREFIX + "*"))
+
+
+def command(op, args=None, timeout=5.0):
+    """A command as the web queues it, to push by hand."""
+    return Request.new(Command(op, args or {}, "system").body(), timeout=timeout)
 
 
 # -- round trips ------------------------------------------------------------------------------
@@ -153,33 +166,32 @@ def test_owner_side_503_raises_owner_unavailable(rclient):
 def test_malformed_messages_are_skipped_and_the_ones_with_an_id_refused(rclient, caplog):
     ran = []
     server = CommandServer({"echo": lambda args, actor: ran.append(args) or "ok"})
-    good = commands.message("echo", {"n": 1}, reply=True)
-    rclient.rpush(COMMANDS_KEY,
+    good = command("echo", {"n": 1})
+    rclient.rpush(OWNER_COMMANDS,
                   b"not json {",
                   orjson.dumps(["a", "list"]),
                   orjson.dumps({"op": "echo", "args": {}}),                 # no id
                   orjson.dumps({"id": "m1", "op": "echo"}),                 # missing fields
                   orjson.dumps({"id": "m2", "op": "echo", "args": [], "actor": "a",
                                 "deadline": None}),                         # args not a dict
-                  orjson.dumps(good))
-    with caplog.at_level(logging.ERROR, commands.__name__):
+                  good.to_json())
+    with caplog.at_level(logging.ERROR, requests.__name__):
         assert server.serve(timeout=1) == 6
     assert ran == [{"n": 1}]
-    assert rclient.llen(COMMANDS_KEY) == 0
+    assert rclient.llen(OWNER_COMMANDS) == 0
     for command_id in ("m1", "m2"):
-        reply = orjson.loads(rclient.lpop(commands.reply_key(command_id)))
+        reply = orjson.loads(rclient.lpop(owner_reply(command_id)))
         assert reply["ok"] is False and reply["status"] == 400
-    assert orjson.loads(rclient.lpop(commands.reply_key(good["id"]))) == {"ok": True,
-                                                                         "result": "ok"}
+    assert orjson.loads(rclient.lpop(owner_reply(good.id))) == {"ok": True, "result": "ok"}
     assert sum("malformed" in r.getMessage() for r in caplog.records) == 5
 
 
 def test_replies_expire(rclient):
     server = CommandServer({"echo": lambda args, actor: 1})
-    msg = commands.message("echo")
-    rclient.rpush(COMMANDS_KEY, orjson.dumps(msg))
+    msg = command("echo")
+    rclient.rpush(OWNER_COMMANDS, msg.to_json())
     server.serve(timeout=1)
-    assert 0 < rclient.ttl(commands.reply_key(msg["id"])) <= commands.REPLY_TTL
+    assert 0 < rclient.ttl(owner_reply(msg.id)) <= REPLY_TTL
 
 
 def test_command_past_its_deadline_never_runs(rclient, caplog):
@@ -187,12 +199,12 @@ def test_command_past_its_deadline_never_runs(rclient, caplog):
     later = lambda: time.time() + 60                            # noqa: E731
     server = CommandServer({"assume": lambda args, actor: ran.append(args)}, clock=later)
     send("assume", {"name": "p"}, timeout=5, wait=False)
-    msg = commands.message("assume", {"name": "q"}, timeout=5)
-    rclient.rpush(COMMANDS_KEY, orjson.dumps(msg))
-    with caplog.at_level(logging.WARNING, commands.__name__):
+    msg = command("assume", {"name": "q"})
+    rclient.rpush(OWNER_COMMANDS, msg.to_json())
+    with caplog.at_level(logging.WARNING, requests.__name__):
         assert server.serve(timeout=1) == 2
     assert ran == []
-    assert rclient.exists(commands.reply_key(msg["id"])) == 0   # dropped unanswered
+    assert rclient.exists(owner_reply(msg.id)) == 0   # dropped unanswered
     assert sum("past its deadline" in r.getMessage() for r in caplog.records) == 2
 
 
@@ -240,7 +252,7 @@ def test_refused_command_without_reply_is_logged(rclient, caplog):
 
     server = CommandServer({"forget": refuse})
     send("forget", {"uid": "u"}, wait=False)
-    with caplog.at_level(logging.WARNING, commands.__name__):
+    with caplog.at_level(logging.WARNING, requests.__name__):
         server.serve(timeout=1)
     assert reply_keys(rclient) == []
     assert any("no such pod" in r.getMessage() for r in caplog.records)
@@ -254,14 +266,14 @@ def test_many_queued_commands_are_drained_in_one_serve(rclient):
     send_many([("finish_binding", {"n": n}) for n in range(700)], wait=False)
     assert server.serve(timeout=1) == 700
     assert ran == list(range(700))          # in the order they were sent
-    assert rclient.llen(COMMANDS_KEY) == 0
+    assert rclient.llen(OWNER_COMMANDS) == 0
 
 
 def test_serve_takes_at_most_limit(rclient):
     server = CommandServer({"x": lambda args, actor: None})
     send_many([("x", {})] * 30, wait=False)
     assert server.serve(timeout=1, limit=10) == 10
-    assert rclient.llen(COMMANDS_KEY) == 20
+    assert rclient.llen(OWNER_COMMANDS) == 20
     assert server.serve(timeout=0, limit=100) == 20
 
 
@@ -292,7 +304,8 @@ def test_redis_down_is_owner_unavailable(rclient, settings):
         send("status", timeout=0.5)
 
 
-def test_redis_client_follows_the_setting(redis_url):
-    client = redis_client()
-    assert client is redis_client()      # one per process and URL
+def test_redis_client_is_one_per_process_and_url(redis_url):
+    client = redis_client(redis_url)
+    assert client is redis_client(redis_url)
+    assert client is not redis_client("redis://127.0.0.1:1/0")
     assert client.ping()

@@ -7,10 +7,11 @@ import uuid
 
 import pytest
 import redis
+from django.conf import settings
 
-from dashboard.feed.commands import redis_client
 from dashboard.feed.leader import MARGIN, LeaderLease
 from dashboard.redis_outage import RedisBackoff, loop_client
+from wire.clients import redis_client
 
 
 class Clock:
@@ -25,18 +26,18 @@ class Clock:
 def key(redis_url):
     name = f"schedview:test:lease:{uuid.uuid4().hex}"
     yield name
-    redis_client().delete(name, f"{name}:term")
+    redis_client(settings.REDIS_URL).delete(name, f"{name}:term")
 
 
 def lease(key, holder, seconds=5.0, clock=None):
-    return LeaderLease(redis_client(), key, lease=seconds, holder=holder,
+    return LeaderLease(redis_client(settings.REDIS_URL), key, lease=seconds, holder=holder,
                        **({"clock": clock} if clock else {}))
 
 
 def expired(key):
     """Poll until Redis has expired the lease."""
     deadline = time.monotonic() + 10
-    while redis_client().exists(key):
+    while redis_client(settings.REDIS_URL).exists(key):
         assert time.monotonic() < deadline, "the lease did not expire in Redis"
         time.sleep(0.02)
 
@@ -93,7 +94,8 @@ def test_a_lease_another_owner_held_in_between_is_not_taken_back(key):
     assert b.try_acquire()
     b.release()
     assert not a.renew() and not a.held()
-    assert not redis_client().exists(key), "the stale owner let go of what it took"
+    assert not redis_client(settings.REDIS_URL).exists(key), \
+        "the stale owner let go of what it took"
 
 
 def test_an_unreachable_redis_is_an_error_the_backoff_spaces_tries_at(key):

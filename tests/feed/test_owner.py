@@ -6,11 +6,12 @@ import pytest
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
-from dashboard.feed.commands import CommandError, CommandServer
+from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner, CompareRequest
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.reflector import Relisted, Watched
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
+from wire.commands import CommandError
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,19 +4,23 @@ publishes all it held; a Redis that does not answer leaves the loop turning; a l
 to another owner ends it."""
 import socket
 
-import orjson
 import pytest
+from django.conf import settings
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
-from dashboard.feed.commands import COMMANDS_KEY, CommandServer, message, redis_client
+from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
 from dashboard.feed.publisher import Publisher
 from dashboard.feed.reflector import Relisted, Watched
 from dashboard.feed.runner import LeadershipLost, step
 from dashboard.redis_outage import loop_client
+from wire.clients import redis_client
+from wire.commands import Command
+from wire.keys import OWNER_COMMANDS
+from wire.requests import Request
 
 
 class Lease:
@@ -83,10 +87,10 @@ def due():
 
 @pytest.fixture
 def rclient(redis_url):
-    client = redis_client()
-    client.delete(COMMANDS_KEY)
+    client = redis_client(settings.REDIS_URL)
+    client.delete(OWNER_COMMANDS)
     yield client
-    client.delete(COMMANDS_KEY)
+    client.delete(OWNER_COMMANDS)
 
 
 def test_in_doubt_the_owner_applies_the_watch_and_acts_on_nothing(rclient):
@@ -94,17 +98,17 @@ def test_in_doubt_the_owner_applies_the_watch_and_acts_on_nothing(rclient):
     owner = owner_on(rclient, writer)
     lease = Lease(held=False, renews=RedisConnectionError("unreachable (test)"))
     owner.feed.put(Watched("pods", "ADDED", make_pod("p1", uid="u1", node_name="n1"), "2"))
-    rclient.rpush(COMMANDS_KEY, orjson.dumps(message("status")))
+    rclient.rpush(OWNER_COMMANDS, Request.new(Command("status", {}, "t").body(), timeout=5).to_json())
     deadlines = due()
     while not owner.feed.empty():
         step(owner, deadlines, lease)
     assert owner.cache.pod_count() == 1                 # the watch is applied
-    assert rclient.llen(COMMANDS_KEY) == 1              # no command is served
+    assert rclient.llen(OWNER_COMMANDS) == 1              # no command is served
     assert writer.batches == []                         # nothing is written
     lease.is_held, lease.renews = True, True
     owner.redis_backoff.succeeded()                     # as the renewal that brought it back
     step(owner, due(), lease)
-    assert rclient.llen(COMMANDS_KEY) == 0
+    assert rclient.llen(OWNER_COMMANDS) == 0
     assert writer.transitions().count("pod_added") == 1  # what was held, written at once
 
 

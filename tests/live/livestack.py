@@ -9,9 +9,12 @@ from pathlib import Path
 
 import orjson
 import urllib3
+from django.conf import settings
 from django.db import connection
 
-from dashboard.feed.commands import CommandError, redis_client, send
+from dashboard.owner_client import send
+from wire.clients import redis_client
+from wire.commands import CommandError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,7 +152,7 @@ def free_port() -> int:
 def clear_redis():
     """Forget what earlier runs left in Redis: the owner's keys (lease, commands, status),
     tasks still queued for Celery, and channel-layer groups of web processes killed."""
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
     for pattern in ("schedview:*", "asgi:group:*"):
         for key in client.scan_iter(pattern):
             client.delete(key)

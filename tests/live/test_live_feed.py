@@ -6,8 +6,8 @@ owner takes over from a dead one; kube-scheduler's extender calls place and bind
 import pytest
 from kubernetes import client, config
 
-from dashboard.feed.commands import send
 from dashboard.models import ComparerRun, Transition
+from dashboard.owner_client import send
 
 from livestack import new_pod, owner_status, state_of, synced_owner, wait_for
 

@@ -7,14 +7,17 @@ import sys
 import time
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 from kubernetes import client, config
 
-from dashboard.feed.commands import redis_client, send
-from dashboard.feed.leader import LEASE, LEASE_KEY
+from dashboard.feed.leader import LEASE
 from dashboard.models import ComparerRun, Transition
+from dashboard.owner_client import send
 from dashboard.pools.transport import read_status
 from dashboard.redis_urls import redis_settings
+from wire.clients import redis_client
+from wire.keys import OWNER_LEASE
 
 from livestack import Stack, child_env, owner_status, synced_owner, wait_for
 from private_services import PrivateRedis
@@ -83,13 +86,13 @@ def test_owners_ride_out_a_redis_outage_under_churn(outage_stack):
     redis.start()
 
     status = wait_for(synced_owner, 60, "a synced owner after the outage")
-    holders = redis_client().get(LEASE_KEY).decode()
+    holders = redis_client(settings.REDIS_URL).get(OWNER_LEASE).decode()
     assert holders.startswith("owner-a:"), "the leader took its lease back with its cache"
     assert "leader; owning the cache" not in stack.log("owner-b")
     assert alive(stack, owners) == dict.fromkeys(owners)
     assert status["seq"] > seq_before
     stack.extender()            # kube-scheduler is served again
-    redis_client().delete("schedview:pools:status")
+    redis_client(settings.REDIS_URL).delete("schedview:pools:status")
     wait_for(lambda: read_status(), 10, "the pools process to publish again")
 
     # What the owner applied while Redis was down reached the history once it came back.

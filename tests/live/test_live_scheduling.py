@@ -21,9 +21,10 @@ import orjson
 import pytest
 from kubernetes import client, config
 
-from dashboard.feed.commands import CommandError, send
 from dashboard.models import ComparerRun
+from dashboard.owner_client import send
 from simcluster.generate import make_node
+from wire.commands import CommandError
 
 from livestack import synced_owner, wait_for
 

@@ -4,13 +4,16 @@ import threading
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
-from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client
+from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.reflector import Relisted
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
+from wire.clients import redis_client
+from wire.keys import OWNER_COMMANDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))   # livestack.wait_for
 
@@ -20,7 +23,7 @@ def real_owner(redis_url, transactional_db):
     """A CacheOwner with a node n1, an assumed pod "web" (500m, 256Mi) and an added pod
     "db" on it, its rows written; then serving commands from Redis in a thread (as
     `manage.py watch` does, without the reflectors). Yields (owner, {name: uid})."""
-    redis_client().delete(COMMANDS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
     writer = ProjectionWriter().start()
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
                        seq_base=0, epoch=1)
@@ -46,4 +49,4 @@ def real_owner(redis_url, transactional_db):
         stop.set()
         thread.join(10)
         writer.close()
-        redis_client().delete(COMMANDS_KEY)
+        redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)

@@ -8,12 +8,13 @@ import time
 import orjson
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 
 from dashboard.asgi import application
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY
-from dashboard.feed.publisher import EVENTS_GROUP
 from dashboard.models import NodeRecord, PodRecord, SnapshotSample, Transition
+from wire.clients import redis_client
+from wire.keys import EVENTS_GROUP, OWNER_STATUS
+from wire.live import events_message
 
 GIB = 1024**3
 MIB = 1024**2
@@ -64,7 +65,7 @@ def report_owner(**counters):
     """Write a live owner's status, as CacheOwner.flush does."""
     status = {"nodes": 0, "pods": 0, "generation": 0, "seq": 0, "synced": True,
               "feed_backlog": 0, "at": time.time(), **counters}
-    redis_client().set(STATUS_KEY, orjson.dumps(status), ex=10)
+    redis_client(settings.REDIS_URL).set(OWNER_STATUS, orjson.dumps(status), ex=10)
 
 
 def squash(html: str) -> str:
@@ -87,8 +88,7 @@ def event(seq, kind="pod_added", **fields):
 
 async def flush(events=(), status=None):
     """One owner flush, sent to the group as the Publisher does."""
-    await get_channel_layer().group_send(
-        EVENTS_GROUP, {"type": "cache.events", "events": list(events), "status": status or {}})
+    await get_channel_layer().group_send(EVENTS_GROUP, events_message(list(events), status or {}))
 
 
 @asynccontextmanager

@@ -8,16 +8,17 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
 from dashboard import live_hub
-from dashboard.feed.publisher import EVENTS_GROUP
 from dashboard.pod_consumers import PodDetailConsumer
+from wire.keys import EVENTS_GROUP
+from wire.live import events_message
+
 from podpages import connect, pod, transition
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 def flush(kind, key, seq):
-    return {"type": "cache.events", "status": {},
-            "events": [{"seq": seq, "kind": kind, "key": key, "namespace": "default"}]}
+    return events_message([{"seq": seq, "kind": kind, "key": key, "namespace": "default"}], {})
 
 
 async def confirm(layer, uid):

@@ -4,13 +4,16 @@ from html import unescape
 import re
 
 import pytest
+from django.conf import settings
 
 from dashboard import node_reads, read_model
 from dashboard.node_query import NodeFilters
-from dashboard.feed.commands import CommandServer, redis_client, COMMANDS_KEY
-from dashboard.feed.owner import CacheOwner, STATUS_KEY
+from dashboard.feed.commands import CommandServer
+from dashboard.feed.owner import CacheOwner
 from nodepages import GIB, MIB, get, node, pod, report_owner, resources, squash
 from schedcache import Cache
+from wire.clients import redis_client
+from wire.keys import OWNER_COMMANDS, OWNER_STATUS
 
 pytestmark = pytest.mark.django_db
 
@@ -18,10 +21,10 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(autouse=True)
 def no_owner(redis_url):
     """No live owner unless a test reports one."""
-    client = redis_client()
-    client.delete(STATUS_KEY, COMMANDS_KEY)
+    client = redis_client(settings.REDIS_URL)
+    client.delete(OWNER_STATUS, OWNER_COMMANDS)
     yield
-    client.delete(STATUS_KEY, COMMANDS_KEY)
+    client.delete(OWNER_STATUS, OWNER_COMMANDS)
 
 
 def row(html, name):
@@ -130,7 +133,7 @@ def test_a_deleted_node_still_holding_pods_is_marked(viewer_client):
 def test_the_owner_lists_the_nodes_images(viewer_client, served):
     """A real owner's cache holds the node; the page asks it over the run's Redis."""
     cache = Cache()
-    owner = CacheOwner(cache, command_server=CommandServer({}, client=redis_client()))
+    owner = CacheOwner(cache, command_server=CommandServer({}))
     cache.add_node({"metadata": {"name": "n1", "resourceVersion": "1"},
                     "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                                "images": [{"names": ["registry.k8s.io/pause:3.10"],

@@ -4,13 +4,15 @@ import re
 
 import pytest
 from channels.db import database_sync_to_async
+from django.conf import settings
 
 from dashboard import read_model
 from dashboard.consumers import BAD_INPUT
-from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client
-from dashboard.feed.owner import STATUS_KEY
+from dashboard.feed.commands import CommandServer
 from dashboard.models import NodeRecord
 from nodepages import WAIT, event, flush, node, refused, report_owner, sample, socket, T0
+from wire.clients import redis_client
+from wire.keys import OWNER_COMMANDS, OWNER_STATUS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -19,7 +21,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def no_owner_left(redis_url):
     """The owner's status some tests write must not outlive them."""
     yield
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
 
 
 @database_sync_to_async
@@ -117,7 +119,7 @@ async def test_a_nodes_images_are_asked_again_only_when_the_node_changes(redis_u
     asked = []
     server = CommandServer({"get_node": lambda args, actor: asked.append(args) or {
         "name": "n1", "generation": 1, "images": [["example.com/web:1", 2**20, 1]]}},
-        client=redis_client())
+        client=redis_client(settings.REDIS_URL))
     served(lambda: server.serve(timeout=0.05))
     await nodes("n1", images=1)
     await database_sync_to_async(report_owner)()
@@ -131,7 +133,7 @@ async def test_a_nodes_images_are_asked_again_only_when_the_node_changes(redis_u
             assert "example.com/web:1" in await ws.receive_from(timeout=WAIT)
             assert len(asked) == 2
     finally:
-        redis_client().delete(COMMANDS_KEY)
+        redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
 
 
 @database_sync_to_async

@@ -3,13 +3,14 @@ binds that ended recently, from the history."""
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
 from dashboard import read_model
 from dashboard.celery import app as celery_app
-from dashboard.feed.commands import redis_client
 from nodepages import get, squash, transition
+from wire.clients import redis_client
 
 pytestmark = pytest.mark.django_db
 
@@ -18,9 +19,9 @@ pytestmark = pytest.mark.django_db
 def queue(redis_url):
     """Celery's default queue in the run's Redis, emptied around the test."""
     name = celery_app.conf.task_default_queue
-    redis_client().delete(name)
+    redis_client(settings.REDIS_URL).delete(name)
     yield name
-    redis_client().delete(name)
+    redis_client(settings.REDIS_URL).delete(name)
 
 
 def binds_panel(html):
@@ -30,7 +31,7 @@ def binds_panel(html):
 def test_the_overview_counts_the_queued_tasks(viewer_client, queue):
     _, html = get(viewer_client, "/")
     assert "<dt>Queued</dt><dd>0 tasks" in binds_panel(html)
-    redis_client().rpush(queue, *[b"{}"] * 3)
+    redis_client(settings.REDIS_URL).rpush(queue, *[b"{}"] * 3)
     response, html = get(viewer_client, "/")
     assert response.context["overview"].binds.queued == 3
     assert "<dt>Queued</dt><dd>3 tasks <small>in Celery's queue</small>" in binds_panel(html)

@@ -1,10 +1,13 @@
 """The overview names the leading cache owner (from the lease) and, under `manage.py up`,
 the supervisor's children with their restarts."""
 import pytest
+from django.conf import settings
 
 from dashboard import supervised
-from dashboard.feed.commands import redis_client
-from dashboard.feed.leader import LEASE_KEY, LeaderLease
+from dashboard.feed.leader import LeaderLease
+from wire.clients import redis_client
+from wire.keys import OWNER_LEASE, SUPERVISOR_CHILDREN
+
 from nodepages import get, squash
 
 pytestmark = pytest.mark.django_db
@@ -12,10 +15,10 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def store(redis_url):
-    client = redis_client()
-    client.delete(supervised.CHILDREN_KEY, LEASE_KEY)
+    client = redis_client(settings.REDIS_URL)
+    client.delete(SUPERVISOR_CHILDREN, OWNER_LEASE)
     yield client
-    client.delete(supervised.CHILDREN_KEY, LEASE_KEY)
+    client.delete(SUPERVISOR_CHILDREN, OWNER_LEASE)
 
 
 def owner_panel(html):
@@ -44,8 +47,3 @@ def test_the_overview_lists_the_supervised_processes_and_their_restarts(viewer_c
     panel = squash(html.split('<section class="panel" id="processes">')[1].split("</section>")[0])
     assert "<td>owner-a</td><td>41</td><td>0</td> <td>–</td>" in panel
     assert "<td>worker</td><td>52</td><td>2</td> <td>" in panel and "(exit code -9)" in panel
-
-
-def test_a_lease_token_names_its_holder():
-    assert supervised.holder_name("schedview-owner-7d9f-abc:1:0f3e") == "schedview-owner-7d9f-abc:1"
-    assert supervised.holder_name(None) == ""

@@ -4,17 +4,18 @@ import re
 
 import pytest
 import yaml
+from django.conf import settings
 
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY
 from nodepages import report_owner
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS
 
 
 @pytest.fixture
 def live_owner(real_owner):
     report_owner()     # the page asks only a live owner
     yield real_owner
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
 
 
 def test_the_pod_page_shows_what_the_cache_holds_of_its_spec(live_owner, viewer_client):
@@ -34,6 +35,6 @@ def test_the_pod_page_shows_what_the_cache_holds_of_its_spec(live_owner, viewer_
 def test_without_a_live_owner_the_page_says_where_the_spec_would_come_from(real_owner,
                                                                            viewer_client):
     _, uids = real_owner
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
     html = viewer_client.get(f"/pods/{uids['web']}/").content.decode()
     assert "come from the cache owner: no live cache owner to ask." in html

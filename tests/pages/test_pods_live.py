@@ -8,9 +8,11 @@ from channels.testing import WebsocketCommunicator
 
 from dashboard.asgi import application
 from dashboard.live_hub import PUSH_INTERVAL
-from dashboard.feed.publisher import EVENTS_GROUP
 from dashboard.models import PodRecord
 from dashboard.pod_consumers import BAD_FILTER
+from wire.keys import EVENTS_GROUP
+from wire.live import events_message
+
 from podpages import connect, pod, transition
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
@@ -20,9 +22,8 @@ QUIET = PUSH_INTERVAL * 3   # long enough for a push that was coming to come
 
 def flush(*events):
     """A flush of (kind, key, namespace, seq) events, seq that of its Transition row."""
-    return {"type": "cache.events", "status": {},
-            "events": [{"seq": seq, "kind": kind, "key": key, "namespace": namespace}
-                       for kind, key, namespace, seq in events]}
+    return events_message([{"seq": seq, "kind": kind, "key": key, "namespace": namespace}
+                           for kind, key, namespace, seq in events], {})
 
 
 @pytest_asyncio.fixture

@@ -1,13 +1,15 @@
 """The zones page: the NodeTree's zones and nodes in list() order, with the round robin's
 position as the owner reports it (NodeTree.position() in its status)."""
 import pytest
+from django.conf import settings
 
 from dashboard import node_reads, read_model
-from dashboard.feed.commands import redis_client
-from dashboard.feed.owner import STATUS_KEY, CacheOwner
+from dashboard.feed.owner import CacheOwner
 from nodepages import get, node, report_owner, resources, squash
 from schedcache import Cache
 from schedcache.nodetree import NodeTree
+from wire.clients import redis_client
+from wire.keys import OWNER_STATUS
 
 pytestmark = pytest.mark.django_db
 GIB = 1024**3
@@ -15,9 +17,9 @@ GIB = 1024**3
 
 @pytest.fixture(autouse=True)
 def no_owner(redis_url):
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
     yield
-    redis_client().delete(STATUS_KEY)
+    redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
 
 
 def zoned(name, zone):

@@ -54,7 +54,7 @@ def field_bodies(fields: list[str]) -> list[tuple[str, bytes]]:
 def unchanged_state():
     """What no hostile request may change: the read model's pods and nodes, the owner's
     cache (its counts, asked of it), the API tokens."""
-    from dashboard.feed.commands import send
+    from dashboard.owner_client import send
     from dashboard.models import ApiToken, NodeRecord, PodRecord
     status = send("status", timeout=5)
     return ({(p.uid, p.state, p.node) for p in PodRecord.objects.all()},

@@ -11,7 +11,7 @@ import time
 import orjson
 import pytest
 
-from dashboard.feed.commands import send
+from dashboard.owner_client import send
 from hostile import STRINGS, bodies, field_bodies
 
 pytestmark = pytest.mark.timeout(300)

@@ -4,11 +4,13 @@ from html import escape, unescape
 import re
 
 import pytest
+from django.conf import settings
 
-from dashboard.feed.commands import redis_client, send
+from dashboard.owner_client import send
 from simcluster.generate import make_node, make_pod
 from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
 from tests.extender.statusworld import filter_call
+from wire.clients import redis_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -18,7 +20,7 @@ ODD = [("a/b", "c/d"), ("team", "50% <b>"), ("team", "..")]
 @pytest.fixture
 def odd_statuses(redis_url, transactional_db):
     """A real owner tracking a Waiting pod under each of the ODD names."""
-    client = redis_client()
+    client = redis_client(settings.REDIS_URL)
     clear_commands(client)
     pods = [make_pod(name, namespace=namespace, uid=f"uid-odd-{i}", requests={"cpu": "64"})
             for i, (namespace, name) in enumerate(ODD)]

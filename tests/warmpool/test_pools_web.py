@@ -7,10 +7,10 @@ import orjson
 import pytest
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 from kubernetes import client
 
 from dashboard.asgi import application
-from dashboard.feed.commands import redis_client
 from dashboard.pools import transport
 from dashboard.pools.runner import PoolsProcess
 from simcluster import SimCluster
@@ -18,6 +18,9 @@ from simcluster.generate import generate_cluster
 from simcluster.patch import MERGE
 from tests.live.livestack import wait_for
 from warmpool.podstate import CLAIM_ANNOTATION, PHASE_LABEL
+from wire.clients import redis_client
+from wire.keys import EVENTS_GROUP, POOLS_GROUP, pool_claims, pool_reply
+from wire.live import events_message, pools_changed_message
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -38,7 +41,7 @@ def sim(nodes_only):
 
 @pytest.fixture
 def redis(redis_url):
-    r = redis_client()
+    r = redis_client(settings.REDIS_URL)
     for key in r.scan_iter("schedview:pools:*"):
         r.delete(key)
     return r
@@ -102,10 +105,10 @@ def test_the_scheduler_refuses_what_its_full_queue_cannot_take(process, redis):
     """Past the web's check (two requests racing it), the pools process answers 429 at once."""
     scheduler = process.feed.schedulers["tiny"]
     for i in range(3):
-        redis.rpush(transport.requests_key("tiny"), orjson.dumps(
+        redis.rpush(pool_claims("tiny"), orjson.dumps(
             {"id": f"r{i}", "pool": "tiny", "options": {}, "deadline": time.time() + 5,
              "actor": "t"}))
-    reply = redis.blpop([transport.reply_key("r2")], timeout=5)
+    reply = redis.blpop([pool_reply("r2")], timeout=5)
     assert orjson.loads(reply[1])["status"] == 429
     assert scheduler.metrics.refused == 1
 
@@ -119,7 +122,7 @@ def test_the_scheduler_refuses_what_its_full_queue_cannot_take(process, redis):
 def test_bad_claims_are_400_and_queue_nothing(process, client, api_token, redis, body, message):
     response = post_claim(client, api_token, **body)
     assert response.status_code == 400 and message in response.json()["error"]
-    assert redis.llen(transport.requests_key("web")) == 0
+    assert redis.llen(pool_claims("web")) == 0
     assert transport.read_status(redis)["pools"]["web"]["metrics"]["outcomes"]["success"] == 0
 
 
@@ -189,9 +192,9 @@ async def test_the_panel_socket_pushes_when_the_pools_change(redis_url, ws_heade
     layer = get_channel_layer()
     try:
         await communicator.receive_from(timeout=10)              # the push after a connect
-        await layer.group_send("events", {"type": "cache.events", "events": [], "status": {}})
+        await layer.group_send(EVENTS_GROUP, events_message([], {}))
         assert await communicator.receive_nothing(timeout=0.6)   # the owner's flushes: not ours
-        await layer.group_send("pools", {"type": "cache.events", "events": [], "pools": True})
+        await layer.group_send(POOLS_GROUP, pools_changed_message())
         html = await communicator.receive_from(timeout=10)
         assert html.lstrip().startswith('<section id="pools-panel">')
     finally:

@@ -23,8 +23,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from dashboard import demo_scenes, embedded_redis, kube, supervised
-from dashboard.feed.commands import redis_client
 from dashboard.supervisor import Child, CrashLoop, Supervisor
+from wire.clients import redis_client
 
 HOST = "127.0.0.1"
 
@@ -118,7 +118,7 @@ class Command(BaseCommand):
     def handle(self, *args, port, nodes, pods, churn, **options):
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops us as Ctrl-C does
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
-        redis = redis_client()
+        redis = redis_client(settings.REDIS_URL)
         supervisor = Supervisor(on_change=lambda states: supervised.publish(redis, states),
                                 say=self.stdout.write)
         try:
