@@ -29,11 +29,6 @@ class PreemptInfo:
         object.__setattr__(self, "victims",
                            _frozen_mapping({n: tuple(v) for n, v in dict(self.victims).items()}))
 
-    @property
-    def victim_keys(self) -> list:
-        """Cache keys (uids) of every victim, node by node."""
-        return [victim.key for pods in self.victims.values() for victim in pods]
-
 
 @dataclass(frozen=True)
 class WaitInfo:

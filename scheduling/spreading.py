@@ -28,8 +28,3 @@ class ZoneRoundRobin:
     def chosen(self, record):
         self.last_index = record.index
         self.last_name = record.name
-
-    @staticmethod
-    def distance(index, start, count) -> int:
-        """How far `index` is after `start` going round the list."""
-        return (index - start) % count
