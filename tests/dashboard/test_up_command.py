@@ -35,6 +35,17 @@ def up(var_dir: Path, port: int, extender_port: int = 0) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
 
+def test_children_get_the_stand_in_period_without_it_entering_our_environment(monkeypatch):
+    from dashboard.management.commands.up import children_env
+
+    monkeypatch.delenv("SCHEDVIEW_SCHEDULE_PERIOD", raising=False)
+    assert children_env(simulated=True)["SCHEDVIEW_SCHEDULE_PERIOD"] == "1"
+    assert "SCHEDVIEW_SCHEDULE_PERIOD" not in children_env(simulated=False)
+    assert "SCHEDVIEW_SCHEDULE_PERIOD" not in os.environ
+    monkeypatch.setenv("SCHEDVIEW_SCHEDULE_PERIOD", "5")
+    assert children_env(simulated=True)["SCHEDVIEW_SCHEDULE_PERIOD"] == "5"
+
+
 def read_until(process: subprocess.Popen, *texts: str) -> str:
     """The output up to the line where every one of `texts` has shown; fails if the
     process ends first."""
