@@ -72,7 +72,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     # Before anything reads a body: one over SCHEDVIEW_MAX_BODY is a 413.
     "dashboard.body_limit.BodyLimitMiddleware",
-    "dashboard.api.errors.json_errors",  # /api/ answers JSON, even Django's own 404/405
+    "dashboard.api.unknown.unknown_in_json",  # /api/ answers JSON, even Django's own 404/405
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
