@@ -5,13 +5,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from dashboard.supervisor import Child, CrashLoop, Supervisor
 from tests.dashboard.processes import alive
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
+
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 FAILS = [sys.executable, "-c", "raise SystemExit(3)"]

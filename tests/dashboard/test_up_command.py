@@ -16,7 +16,8 @@ import redis
 import requests
 
 from tests.dashboard.processes import alive, descendants
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
+
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -81,14 +82,10 @@ def drain(process: subprocess.Popen):
 
 def page_showing(session: requests.Session, url: str, text: str, timeout: float = 90.0) -> str:
     """Poll a page until the owner's rows put `text` on it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        html = session.get(url).text
-        if text in html:
-            return html
-        if time.monotonic() > deadline:
-            pytest.fail(f"{url} never showed {text!r}:\n{html[-2000:]}")
-        time.sleep(0.2)
+    def html():
+        page = session.get(url).text
+        return page if text in page else ""
+    return wait_for(html, timeout, f"{url} to show {text!r}", interval=0.2)
 
 
 def free_port() -> int:

@@ -7,7 +7,8 @@ import pytest
 
 from dashboard.feed.commands import redis_client, send
 from simcluster.generate import make_node, make_pod
-from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
+from tests.api.apihelpers import OwnerThread, clear_commands
+from tests.waiting import wait_for
 
 NAMESPACE = "team"
 TAINT = {"key": "dedicated", "value": "infra", "effect": "NoSchedule"}

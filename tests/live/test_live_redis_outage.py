@@ -16,8 +16,9 @@ from dashboard.models import ComparerRun, Transition
 from dashboard.pools.transport import read_status
 from dashboard.redis_urls import redis_settings
 
-from livestack import Stack, child_env, owner_status, synced_owner, wait_for
+from livestack import Stack, child_env, owner_status, synced_owner
 from private_services import PrivateRedis
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

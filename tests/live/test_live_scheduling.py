@@ -25,7 +25,8 @@ from dashboard.feed.commands import CommandError, send
 from dashboard.models import ComparerRun
 from simcluster.generate import make_node
 
-from livestack import synced_owner, wait_for
+from livestack import synced_owner
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -17,7 +17,8 @@ from kubernetes import client, config
 
 from dashboard.models import Transition
 
-from livestack import Stack, child_env, clear_redis, new_pod, state_of, synced_owner, wait_for
+from livestack import Stack, child_env, clear_redis, new_pod, state_of, synced_owner
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -7,8 +7,9 @@ import pytest
 
 from dashboard.feed.commands import redis_client, send
 from simcluster.generate import make_node, make_pod
-from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
+from tests.api.apihelpers import OwnerThread, clear_commands
 from tests.extender.statusworld import filter_call
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
