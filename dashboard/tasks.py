@@ -109,20 +109,21 @@ def bind_pods(self, batch: list) -> dict:
     Celery's retry of this task with them alone. Returns outcome counts."""
     commands, again = [], []          # again: (pod, why it failed)
     counts = {FINISH: 0, FORGET: 0, RETRY: 0}
+    tried = 0     # counted last: a pod the time limit cut short is tried again, never lost
     try:
         for pod in batch:
             outcome, reason = bind_once(*pod)
-            counts[outcome] += 1
             if outcome == FINISH:
                 commands.append(finish_command(pod[0], pod[3]))
             elif outcome == FORGET:
                 commands.append(forget_command(pod[0], pod[3], reason))
             else:
                 again.append((pod, reason))
+            counts[outcome] += 1
+            tried += 1
     except SoftTimeLimitExceeded:
-        rest = batch[len(commands) + len(again):]
-        again += [(pod, OUT_OF_TIME) for pod in rest]
-        counts[RETRY] += len(rest)
+        again += [(pod, OUT_OF_TIME) for pod in batch[tried:]]
+        counts[RETRY] += len(batch) - tried
     # Settled pods are told first: the retry raised below ends the task.
     send_many(commands, actor="bind", wait=False, timeout=None)
     if again:
