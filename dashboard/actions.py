@@ -11,8 +11,6 @@ asgiref's sync_to_async.
 """
 import logging
 
-from django.conf import settings
-
 from dashboard import owner_client
 from dashboard.owner_client import TIMEOUT
 from wire.commands import CommandError
@@ -50,50 +48,6 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
                                                  "before": result.get("before"),
                                                  "after": result.get("after")})
     return {**result, "task_id": task.id}
-
-
-def schedule_pods(placements: list, actor: str, *, timeout: float = TIMEOUT) -> list:
-    """schedule_pod for many pods at once: [(namespace, name, node), ...].
-
-    The assumes go to the owner in one RPUSH and the binds to Celery in batches
-    of SCHEDVIEW_BIND_BATCH (bind_pods), which a worker gets through several times
-    faster than one task per pod. Returns, per placement, the result (as
-    schedule_pod's, "task_id" being its batch's) or the CommandError it got.
-    """
-    from dashboard.tasks import bind_pods
-
-    replies = owner_client.assume_many(placements, actor=actor, timeout=timeout)
-    out, assumed, records = list(replies), [], []
-    for i, ((ns, name, node), reply) in enumerate(zip(placements, replies)):
-        if isinstance(reply, CommandError):
-            records.append(_record(actor, "schedule", f"{ns}/{name}", node, reply,
-                                   {"namespace": ns, "name": name, "node": node,
-                                    "status": reply.status}))
-        else:
-            assumed.append((i, reply["uid"], ns, name, node))
-    size = max(1, settings.SCHEDVIEW_BIND_BATCH)
-    for start in range(0, len(assumed), size):
-        chunk = assumed[start:start + size]
-        try:
-            task_id = bind_pods.delay([[uid, ns, name, node]
-                                       for _, uid, ns, name, node in chunk]).id
-            error = None
-        except Exception as e:
-            task_id, error = None, e
-        for i, uid, ns, name, node in chunk:
-            details = {"namespace": ns, "name": name, "node": node}
-            if error is None:
-                out[i] = {**replies[i], "task_id": task_id}
-                records.append(_record(actor, "schedule", uid, node, None,
-                                       {**details, "task_id": task_id,
-                                        "before": replies[i].get("before"),
-                                        "after": replies[i].get("after")}))
-            else:
-                out[i] = _unqueued(uid, node, error, actor)
-                records.append(_record(actor, "schedule", uid, node, out[i],
-                                       {**details, "status": 503}))
-    _save(records)
-    return out
 
 
 def forget_pod(uid: str, actor: str, reason: str = "", *, timeout: float = TIMEOUT) -> dict:

@@ -1,7 +1,7 @@
 """The Celery app, configured from Django's settings (the CELERY_* names).
 
-Its broker and result backend are the Redis of REDIS_URL (see redis_urls).
-Tasks and the beat schedule join in the next issue.
+Its broker and result backend are the Redis of REDIS_URL (see redis_urls); its tasks
+are dashboard/tasks.py's, its beat schedule in settings (CELERY_BEAT_SCHEDULE).
 """
 import os
 

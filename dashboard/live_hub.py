@@ -1,11 +1,10 @@
 """A web process's live sockets: one subscription per group, one render per fragment.
 
-Why: each socket used to join the owner's group itself, so each of 200 viewers
-received and decoded every flush (about 90 events, 20 KB, ten a second) and
-rendered its own copy of the same fragment, one render after another on Django's
-one database thread; at 100 viewers the process was saturated and most pushes
-came too late. Now the process subscribes to a group once and offers each message
-to its fragments. Sockets that show the same thing (the same `shared_key`: one
+Why: a socket joining the owner's group itself would receive and decode every
+flush (about 90 events, 20 KB, ten a second under churn) and render its own copy of
+the same fragment, one render after another on Django's one database thread, so a
+hundred viewers would saturate the process. So the process subscribes to a group
+once and offers each message to its fragments. Sockets that show the same thing (the same `shared_key`: one
 pod's page, the overview) form one fragment with one coalescing timer and one
 render, sent to each of them.
 

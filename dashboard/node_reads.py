@@ -240,12 +240,6 @@ class ZoneGroup:
         """Nodes of the zone not listed (past ZONE_NODES_SHOWN)."""
         return self.count - len(self.nodes)
 
-    @property
-    def next_name(self) -> str:
-        if self.next_index is not None and self.next_index < len(self.nodes):
-            return self.nodes[self.next_index][1]
-        return ""
-
 
 @dataclass(frozen=True)
 class ZoneTree:

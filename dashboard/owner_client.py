@@ -34,13 +34,6 @@ def assume(namespace: str, name: str, node: str, *, force: bool, actor: str,
                            "force": force}, actor=actor, timeout=timeout)
 
 
-def assume_many(placements: list, *, actor: str, timeout: float = TIMEOUT) -> list:
-    """assume for [(namespace, name, node), ...] in one RPUSH: per placement its result,
-    or the CommandError it got."""
-    return send_many([("assume", {"namespace": ns, "name": name, "node": node})
-                      for ns, name, node in placements], actor=actor, timeout=timeout)
-
-
 def forget(uid: str, reason: str, *, actor: str, timeout: float = TIMEOUT) -> dict:
     """Drop an assumed pod from the cache now (an operator says so)."""
     return send("forget", {"uid": uid, "reason": reason}, actor=actor, timeout=timeout)

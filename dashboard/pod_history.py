@@ -1,7 +1,7 @@
 """A pod's life from the history: its timeline, and its path through the state machine.
 
-Why here: the pod page draws the seeds' state machine (Initial, Assumed, Added,
-Expired, Deleted; the read model's Pending is the seeds' Initial, and a
+Why here: the pod page draws the scheduler cache's state machine (Initial, Assumed,
+Added, Expired, Deleted; the read model's Pending is the cache's Initial, and a
 forgotten pod gets a box of its own, since an operator wants to see it) as an
 SVG, with the pod's state lit and the edges it took marked. The geometry is
 computed here because templates cannot do arithmetic. Everything comes from
@@ -26,7 +26,7 @@ STATES = {
     "Expired": (390, 250, "Expired", ""),
     "Deleted": (600, 250, "Deleted", ""),
 }
-# the seeds' edges (and our forget): (from, to, label, bend in px; from == to is a loop)
+# the scheduler cache's edges (and our forget): (from, to, label, bend in px; from == to is a loop)
 EDGES = [
     ("Initial", "Assumed", "assume", 0),
     ("Assumed", "Assumed", "bind finished", 0),
@@ -38,7 +38,7 @@ EDGES = [
     ("Added", "Added", "update", 0),
     ("Added", "Deleted", "remove", 0),
 ]
-EXTRA_BEND = 40   # an edge outside the seeds' (an odd history) still gets drawn, bent aside
+EXTRA_BEND = 40   # an edge outside the cache's (an odd history) still gets drawn, bent aside
 
 KINDS = {
     "pod_assumed": "assumed", "pod_binding_finished": "binding finished",

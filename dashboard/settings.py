@@ -72,7 +72,7 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     # Before anything reads a body: one over SCHEDVIEW_MAX_BODY is a 413.
     "dashboard.body_limit.BodyLimitMiddleware",
-    "dashboard.api.errors.json_errors",  # /api/ answers JSON, even Django's own 404/405
+    "dashboard.api.unknown.unknown_in_json",  # /api/ answers JSON, even Django's own 404/405
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -301,8 +301,6 @@ USE_TZ = True
 # delay (doubling, at most 2 s) until SCHEDVIEW_BIND_ATTEMPTS attempts in all.
 SCHEDVIEW_BIND_TIMEOUT = env.float("SCHEDVIEW_BIND_TIMEOUT", default=5.0)
 SCHEDVIEW_BIND_BACKOFF = env.float("SCHEDVIEW_BIND_BACKOFF", default=0.1)
-# Pods per bind_pods task when actions.schedule_pods binds many at once.
-SCHEDVIEW_BIND_BATCH = env.int("SCHEDVIEW_BIND_BATCH", default=50)
 # The history keeps the latest SCHEDVIEW_HISTORY_KEEP transitions (0: all of them), pruned
 # every SCHEDVIEW_PRUNE_PERIOD seconds (dashboard/history_retention.py).
 SCHEDVIEW_HISTORY_KEEP = env.int("SCHEDVIEW_HISTORY_KEEP", default=1_000_000)

@@ -40,6 +40,7 @@ class Child:
     # Infrastructure (Redis, the simulated cluster) is stopped after every other child,
     # which may still need it to shut down cleanly.
     infrastructure: bool = False
+    env: dict[str, str] | None = None    # the child's whole environment (None: ours)
 
 
 @dataclass
@@ -99,7 +100,7 @@ class Supervisor:
         """Start `child` in its own process group (a Ctrl-C in the terminal reaches only the
         supervisor, which stops children in order), bound to die with this thread."""
         parent = os.getpid()
-        process = subprocess.Popen(child.argv, process_group=0,
+        process = subprocess.Popen(child.argv, process_group=0, env=child.env,
                                    preexec_fn=lambda: die_with_parent(parent))
         self.running[child.name] = (child, process)
         self._started_at[child.name] = self.clock()

@@ -5,9 +5,9 @@ The owner decides and assumes; these tasks do the binds nobody waits for (an
 operator's or a tool's assume, the extender binding a pod itself): the Binding POST
 (dashboard.binding) and its report back to the owner (dashboard.owner_client):
 FINISH is `finish_binding` (the assumed pod starts its expiry clock), FORGET is
-`forget`, RETRY is tried again after a short backoff until SCHEDVIEW_BIND_ATTEMPTS
-attempts in all (attempt 1 is the first try, as in HiveD's PodBindAttempts), then
-`forget`.
+`forget`, RETRY is Celery's retry of the task after a backoff, until
+SCHEDVIEW_BIND_ATTEMPTS attempts in all (attempt 1 is the first try, as in HiveD's
+PodBindAttempts), then `forget` with the last failure as its cause.
 
 finish_binding and forget are sent without waiting and without a deadline: the
 command list in Redis keeps them until an owner serves them, so a busy or failing
@@ -18,13 +18,14 @@ worker process dies, or handed out again SCHEDVIEW_BIND_REDELIVERY seconds after
 whole worker died holding them (settings), so a crash cannot lose a bind (which
 would leave the pod assumed, its binding never finished). A bind task stops within
 that time (BIND_TIME_LIMIT), so it never runs while its message is handed out again;
-pods a batch had no time for are retried one by one. Running a bind twice is still
-harmless: the second POST gets 409 and the read-back (dashboard.binding) decides.
+pods a batch had no time for are retried. Running a bind twice is still harmless: the
+second POST gets 409 and the read-back (dashboard.binding) decides.
 """
 import logging
 
 from celery import shared_task
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import Reject, SoftTimeLimitExceeded
+from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
 from dashboard import health, history_retention, kube, owner_client
@@ -38,73 +39,94 @@ log = logging.getLogger(__name__)
 # killed at the second, both before its message could be handed out again.
 BIND_TIME_LIMIT = (settings.SCHEDVIEW_BIND_REDELIVERY * 0.6,
                    settings.SCHEDVIEW_BIND_REDELIVERY * 0.8)
+BACKOFF_MAX = 2.0        # seconds: the longest pause between two attempts
+OUT_OF_TIME = "the bind task ran out of time"
+
+BIND_TASK = dict(bind=True, ignore_result=True, acks_late=True, reject_on_worker_lost=True,
+                 soft_time_limit=BIND_TIME_LIMIT[0], time_limit=BIND_TIME_LIMIT[1])
 
 
-def backoff(attempt: int) -> float:
-    """Seconds before attempt + 1: doubling from SCHEDVIEW_BIND_BACKOFF, at most 2 s."""
-    return min(settings.SCHEDVIEW_BIND_BACKOFF * 2 ** (attempt - 1), 2.0)
+class BindFailed(Exception):
+    """A Binding that may succeed on another attempt: the cause of the task's retry."""
 
 
-def _settle(uid, namespace, name, node, attempt, outcome, reason):
-    """The command that settles one bind, or None after scheduling its next attempt."""
-    if outcome == FINISH:
-        return finish_command(uid, node)
-    if outcome == RETRY:
-        if attempt < settings.SCHEDVIEW_BIND_ATTEMPTS:
-            log.info("bind %s/%s -> %s, attempt %d: %s; retrying", namespace, name, node,
-                     attempt, reason)
-            try:
-                bind_pod.apply_async((uid, namespace, name, node, attempt + 1),
-                                     countdown=backoff(attempt))
-                return None
-            except Exception as e:
-                reason = f"{reason}; could not queue attempt {attempt + 1}: {e}"
-        else:
-            reason = f"{reason} (after {attempt} attempts)"
-    log.warning("bind %s/%s -> %s, attempt %d: forgetting: %s", namespace, name, node,
-                attempt, reason)
+def retry_or_give_up(task, cause: str, **retry_options) -> str:
+    """Celery's retry of `task` after its backoff: raises celery's Retry once the next
+    attempt is queued. When there is none (the attempts are spent, or the broker would
+    not take it), returns why, to add to the pods' forget reason.
+
+    The countdown is Celery's exponential backoff from SCHEDVIEW_BIND_BACKOFF, doubling,
+    at most BACKOFF_MAX: the task option `retry_backoff` counts whole seconds, too slow
+    for a bind kube-scheduler's pod waits on."""
+    attempt = task.request.retries + 1
+    countdown = get_exponential_backoff_interval(
+        factor=settings.SCHEDVIEW_BIND_BACKOFF, retries=task.request.retries,
+        maximum=BACKOFF_MAX)
+    try:
+        raise task.retry(exc=BindFailed(cause), countdown=countdown,
+                         max_retries=settings.SCHEDVIEW_BIND_ATTEMPTS - 1, **retry_options)
+    except BindFailed:            # what Celery raises when no retry is left
+        return f" (after {attempt} attempts)"
+    except Reject as e:           # the retry could not be queued
+        return f"; could not queue attempt {attempt + 1}: {e.reason}"
+
+
+def _forget(uid: str, node: str, reason: str) -> tuple:
+    log.warning("bind %s -> %s: forgetting: %s", uid, node, reason)
     return forget_command(uid, node, reason)
 
 
-@shared_task(name="dashboard.tasks.bind_pod", ignore_result=True, acks_late=True,
-             reject_on_worker_lost=True, soft_time_limit=BIND_TIME_LIMIT[0],
-             time_limit=BIND_TIME_LIMIT[1])
-def bind_pod(uid: str, namespace: str, name: str, node: str, attempt: int = 1) -> str:
+@shared_task(name="dashboard.tasks.bind_pod", **BIND_TASK)
+def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
     """Bind one assumed pod and tell the owner; returns "finish" or "forget" (what the
-    owner was told), or "retry" (another attempt is queued)."""
+    owner was told). A bind to try again is Celery's retry of this task."""
     try:
         outcome, reason = bind_once(uid, namespace, name, node)
     except SoftTimeLimitExceeded:
-        outcome, reason = RETRY, "the bind task ran out of time"
-    command = _settle(uid, namespace, name, node, attempt, outcome, reason)
-    if command is None:
-        return RETRY
+        outcome, reason = RETRY, OUT_OF_TIME
+    if outcome == FINISH:
+        command = finish_command(uid, node)
+    else:
+        if outcome == RETRY:
+            log.info("bind %s/%s -> %s, attempt %d: %s", namespace, name, node,
+                     self.request.retries + 1, reason)
+            reason += retry_or_give_up(self, reason)
+        command = _forget(uid, node, reason)
     settle_binds([command])
     return FINISH if command[0] == "finish_binding" else FORGET
 
 
-@shared_task(name="dashboard.tasks.bind_pods", ignore_result=True, acks_late=True,
-             reject_on_worker_lost=True, soft_time_limit=BIND_TIME_LIMIT[0],
-             time_limit=BIND_TIME_LIMIT[1])
-def bind_pods(batch: list) -> dict:
+@shared_task(name="dashboard.tasks.bind_pods", **BIND_TASK)
+def bind_pods(self, batch: list) -> dict:
     """Bind many assumed pods, [[uid, namespace, name, node], ...], in one task: one
     Celery message and one RPUSH of their commands instead of one of each per pod.
-    Failures, and the pods left when the task's time runs out, are retried one by one
-    (bind_pod, attempt 2). Returns outcome counts."""
-    commands, counts = [], {FINISH: 0, FORGET: 0, RETRY: 0}
-    done = 0
+    The pods to try again (failures, and those left when the task's time ran out) are
+    Celery's retry of this task with them alone. Returns outcome counts."""
+    commands, again = [], []          # again: (pod, why it failed)
+    counts = {FINISH: 0, FORGET: 0, RETRY: 0}
+    tried = 0     # counted last: a pod the time limit cut short is tried again, never lost
     try:
-        for uid, namespace, name, node in batch:
-            outcome, reason = bind_once(uid, namespace, name, node)
-            commands.append(_settle(uid, namespace, name, node, 1, outcome, reason))
+        for pod in batch:
+            outcome, reason = bind_once(*pod)
+            if outcome == FINISH:
+                commands.append(finish_command(pod[0], pod[3]))
+            elif outcome == FORGET:
+                commands.append(_forget(pod[0], pod[3], reason))
+            else:
+                again.append((pod, reason))
             counts[outcome] += 1
-            done += 1
+            tried += 1
     except SoftTimeLimitExceeded:
-        for uid, namespace, name, node in batch[done:]:
-            commands.append(_settle(uid, namespace, name, node, 1, RETRY,
-                                    "the bind task ran out of time"))
-            counts[RETRY] += 1
-    settle_binds([c for c in commands if c is not None])
+        again += [(pod, OUT_OF_TIME) for pod in batch[tried:]]
+        counts[RETRY] += len(batch) - tried
+    # Settled pods are told first: the retry raised below ends the task.
+    settle_binds(commands)
+    if again:
+        log.info("bind_pods, attempt %d: %d of %d pod(s) to try again",
+                 self.request.retries + 1, len(again), len(batch))
+        why = retry_or_give_up(self, f"{len(again)} pod(s), first: {again[0][1]}",
+                               args=([pod for pod, _ in again],))
+        settle_binds([_forget(pod[0], pod[3], reason + why) for pod, reason in again])
     return counts
 
 

@@ -182,7 +182,7 @@ class Cache:
         return self._pods[info.key]
 
     def assume_pod_if_bind_succeeds(self, pod, bind, now=None) -> bool:
-        """The first seed's API: assume only if `bind()` returns true, atomically.
+        """The original cache interface: assume only if `bind()` returns true, atomically.
 
         The bind has finished when the pod is assumed, so its expiry clock starts
         at once. Returns whether the pod was assumed; an exception from bind()

@@ -7,7 +7,7 @@ the whole cache, so a follower can tell a gap from a duplicate.
 """
 from typing import NamedTuple, Optional
 
-# Pod states of the seeds' state machine. Initial, Expired and Deleted pods are
+# Pod states of the scheduler cache's state machine. Initial, Expired and Deleted pods are
 # not held by the cache; they appear only as the ends of transitions.
 INITIAL, ASSUMED, ADDED, EXPIRED, DELETED = "Initial", "Assumed", "Added", "Expired", "Deleted"
 

@@ -1,7 +1,7 @@
 """Nodes grouped by zone, so that placements can be spread across zones.
 
 `list()` interleaves the zones (first node of each zone, then the second of
-each, ...); `next()` is the seeds' stateful round robin over the same shape.
+each, ...); `next()` is upstream's stateful round robin over the same shape.
 """
 
 ZONE_LABEL = "topology.kubernetes.io/zone"

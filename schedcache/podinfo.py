@@ -71,11 +71,6 @@ def _thaw(frozen, identity=None, node_name="") -> dict:
     return pod
 
 
-def lean_pod(pod) -> dict:
-    """The lean copy of `pod` that the cache keeps and `get_pod` returns."""
-    return make_pod_info(pod).pod
-
-
 _label_sets = {}  # label items -> one shared dict: replicas of a workload carry the same labels
 _LABEL_SETS_MAX = 50_000  # then start afresh, so sets of pods long gone are not kept forever
 

@@ -1,6 +1,6 @@
-"""The SchedulerAlgorithm interface (the seed's, in snake_case) and the default algorithm.
+"""The SchedulerAlgorithm interface (HiveD's, in snake_case) and the default algorithm.
 
-Concurrency rules of the seed, which every implementation may rely on and
+HiveD's concurrency rules, which every implementation may rely on and
 DefaultAlgorithm also enforces with one lock:
 
 - schedule, add_allocated_pod and delete_allocated_pod never run concurrently;
@@ -72,7 +72,7 @@ class DefaultAlgorithm:
     only the nodes that changed. The node and allocated-pod callbacks are
     therefore no-ops: the cache's owner already applies node events and
     assumes/adds allocated pods, and the next snapshot update reflects them.
-    They still take the lock, so the seed's ordering holds for a caller that
+    They still take the lock, so HiveD's ordering holds for a caller that
     relies on it. The algorithm listens to the cache's node events only to know
     which Node objects changed (the others' parsed labels and taints are kept).
     """

@@ -78,12 +78,6 @@ class NodeRecord:
         self._by_priority = (pods, cpu, memory, ephemeral)
         self._priorities = [p.priority for p in pods]
 
-    def pods_below(self, priority) -> list:
-        """The node's pods of strictly lower priority, lowest first (sorted once per generation)."""
-        if self._by_priority is None:
-            self._sort_by_priority()
-        return self._by_priority[0][:bisect_left(self._priorities, priority)]
-
     def count_below(self, priority) -> int:
         """How many of the node's pods have strictly lower priority."""
         if self._by_priority is None:

@@ -10,8 +10,8 @@ never a victim.
 
 The node chosen has the fewest victims, then the lowest highest-victim
 priority, then comes first in NodeTree order. (Upstream compares the highest
-victim priority before the count; the issue asks for the fewest victims
-first.) A pod whose preemptionPolicy is Never preempts nothing. Pod
+victim priority before the count; here the fewest victims come first, so a
+preemption evicts as few pods as it can.) A pod whose preemptionPolicy is Never preempts nothing. Pod
 disruption budgets, graceful termination and nominated pods are not modelled.
 """
 from bisect import bisect_left

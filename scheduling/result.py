@@ -1,6 +1,6 @@
-"""What one scheduling decision returns: bind, preempt or wait (the seed's PodScheduleResult).
+"""What one scheduling decision returns: bind, preempt or wait (HiveD's PodScheduleResult).
 
-Exactly one of the three is set, as the seed requires: bind when there is free
+Exactly one of the three is set, as HiveD requires: bind when there is free
 room on a suggested node, preempt when room can be made by evicting lower
 priority pods, wait otherwise (with the reason each node was refused).
 """
@@ -28,11 +28,6 @@ class PreemptInfo:
     def __post_init__(self):
         object.__setattr__(self, "victims",
                            _frozen_mapping({n: tuple(v) for n, v in dict(self.victims).items()}))
-
-    @property
-    def victim_keys(self) -> list:
-        """Cache keys (uids) of every victim, node by node."""
-        return [victim.key for pods in self.victims.values() for victim in pods]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 The snapshot's node_info_list is the NodeTree's `list()`: zones interleaved
 (first node of each zone, then the second of each, ...). Choosing, among the
 feasible nodes, the first one found after the position chosen last time walks
-that list like the seeds' NodeTree.next(): consecutive pods go to consecutive
+that list like upstream's NodeTree.next(): consecutive pods go to consecutive
 zones, and a zone that has no room is simply skipped. It is a placement rule,
 not a score: no balancing of requested fractions and no topology spread
 constraints; it keeps a decision cheap (one pass over the filtered nodes) and
@@ -28,8 +28,3 @@ class ZoneRoundRobin:
     def chosen(self, record):
         self.last_index = record.index
         self.last_name = record.name
-
-    @staticmethod
-    def distance(index, start, count) -> int:
-        """How far `index` is after `start` going round the list."""
-        return (index - start) % count

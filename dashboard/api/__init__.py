@@ -2,7 +2,8 @@
 
 django-ninja builds the schema from the operations' type hints, so the docs
 cannot drift from the code. Every operation needs a token or a session
-(`auth.py`); every error has one JSON shape (`errors.py`).
+(`auth.py`); every error has one JSON shape (`errors.py`), a path or method no
+operation serves too (`unknown.py`).
 """
 from ninja import NinjaAPI
 
@@ -28,7 +29,6 @@ api.add_router("/events", "dashboard.api.events.router")
 api.add_router("/pools", "dashboard.pools.api.router")
 api.add_router("/statuses", "dashboard.api.statuses.router")
 api.add_router("/health", "dashboard.api.health.router")
-api.add_router("/", "dashboard.api.unknown.router")   # last: what no router above serves
 
 
 def urls():

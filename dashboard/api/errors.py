@@ -10,7 +10,7 @@ import logging
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.http import Http404
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
 from dashboard.body_limit import too_big_message
@@ -83,28 +83,3 @@ def install(api) -> None:
         log.exception("API %s %s failed", request.method, request.path)
         return reply(request, 500, "internal error (logged)")
 
-
-API_PREFIX = "/api/"
-
-
-def json_errors(get_response):
-    """Middleware: under /api/, a 404 or 405 that did not come from an operation (an
-    unknown path, Django's page for it; a method the path does not take, the framework's
-    bare answer) becomes the API's JSON error, keeping its status and Allow header."""
-
-    def middleware(request):
-        response = get_response(request)
-        if (request.path.startswith(API_PREFIX) and response.status_code in (404, 405)
-                and not response.get("Content-Type", "").startswith("application/json")):
-            if response.status_code == 404:
-                message = f"no API endpoint {request.path[:200]} (see /api/v1/docs)"
-            else:
-                message = (f"{request.method} is not allowed on {request.path[:200]}; "
-                           f"allowed: {response.get('Allow', '')}")
-            replaced = JsonResponse({"error": message}, status=response.status_code)
-            if response.has_header("Allow"):
-                replaced["Allow"] = response["Allow"]
-            return replaced
-        return response
-
-    return middleware

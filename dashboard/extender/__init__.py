@@ -1,7 +1,7 @@
 """The scheduler extender (kube-scheduler's filter/bind/preempt), run inside the cache owner.
 
 `core.Extender` answers the extender API's JSON; `statuses.PodScheduleStatuses`
-keeps what it decided per pod (HiveD's seed); `bindsender.BindSender` publishes
+keeps what it decided per pod (as HiveD does); `bindsender.BindSender` publishes
 its binds off the owner's thread. No Django in those: kube-scheduler reaches them
 on the owner's own listener (`listener.py`, handing calls to the owner's thread
 through `owner_calls.py`), or through the web's views (`views.py`, listed in the

@@ -1,14 +1,13 @@
 """Binds leave the owner's thread without waiting on the broker.
 
 The extender decides in the owner's thread; publishing each bind to Celery
-there cost a Redis round trip per pod, and the GIL hand-over any I/O brings
+there would cost a Redis round trip per pod, and the GIL hand-over any I/O brings
 (about a millisecond a pod on a busy machine, a third of a filter and bind).
 `BindSender` takes binds into a queue, and a thread of its own publishes what
 has gathered as one batch (the batched bind task). kube-scheduler binds one pod
 at a time, a few milliseconds apart, so the sender lingers LINGER seconds after
-a batch's first bind for the next ones: a Celery task per pod cost the worker
-more CPU than the Binding it posts (1,000 pods through bench/extender_bench.py
---http: the sender's CPU 0.44 -> 0.19 s, the worker's 1.6 -> 1.1 s). A failed publish is tried again, with pauses
+a batch's first bind for the next ones: a Celery task per pod costs the worker
+more CPU than the Binding it posts. A failed publish is tried again, with pauses
 doubling up to MAX_PAUSE: the pods are assumed and Binding, and a dropped bind
 would leave them so until kube-scheduler's filter calls made the extender bind
 them itself.

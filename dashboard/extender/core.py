@@ -9,7 +9,7 @@ reads the Go field names as they are: "Pod", "Nodes", "NodeNames",
 NodeList inside are ordinary Kubernetes JSON ("metadata", "items"). Go's
 decoder matches keys case-insensitively, so this reads them the same way.
 
-Errors, as in HiveD's seed: a malformed request, or a pod the owner's watch has never
+Errors, as in HiveD: a malformed request, or a pod the owner's watch has never
 shown (a pod named in a call must be a pod of the cluster: nothing else is assumed or
 tracked), raises ExtenderUserError; the HTTP layer answers 400 with its message. A
 platform failure (the algorithm or the cache raising) is logged and answered inside the
@@ -178,9 +178,9 @@ class LastNodeNames:
     """The last NodeNames checked, and their set.
 
     kube-scheduler sends the same names pod after pod (every node that passed its
-    own filters), and checking and hashing 5,000 fresh strings took a millisecond,
-    half of a filter call: one list comparison in C replaces both when nothing
-    changed. A repeated name needs no removal: results are dicts or built from the set.
+    own filters), and checking and hashing 5,000 fresh strings costs half of a filter
+    call: one list comparison in C replaces both when nothing changed. A repeated name
+    needs no removal: results are dicts or built from the set.
     """
 
     def __init__(self):
@@ -333,7 +333,7 @@ class Extender:
         return filter_result(candidates, (), failed)
 
     def _enter(self, uid, namespace, name):
-        """Unknown -> Waiting: a pod enters the statuses Waiting, as the seed's informer does."""
+        """Unknown -> Waiting: a pod enters the statuses Waiting, as HiveD's informer does."""
         if self.statuses.state(uid) == UNKNOWN:
             self.statuses.wait(uid, namespace, name, {})
 
@@ -530,7 +530,7 @@ class Extender:
         """The watch saw the pod bound (on `node`): Binding -> Bound. Returns whether it moved.
 
         A Waiting/Preempting pod bound by someone else becomes Bound on its node
-        (via Unknown, as the seed allows); an untracked pod stays untracked.
+        (via Unknown, as HiveD allows); an untracked pod stays untracked.
         """
         status = self.statuses.get(uid)
         if status is None or status.state == BOUND:

@@ -1,8 +1,8 @@
-"""PodScheduleStatuses: what the extender decided for each pod (HiveD's seed, in Python).
+"""PodScheduleStatuses: what the extender decided for each pod (HiveD's, in Python).
 
     uid -> PodScheduleStatus(state, bind attempts, the schedule result)
 
-States and the transitions allowed (the seed's; anything else raises
+States and the transitions allowed (HiveD's; anything else raises
 TransitionError and changes nothing):
 
     Unknown    -> Waiting, Bound          (Unknown = not tracked: no entry)
@@ -46,7 +46,7 @@ BIND_INFO_ANNOTATION = "schedview.io/bind-info"
 
 
 class TransitionError(ValueError):
-    """A status change the seed's state machine does not allow; nothing was changed."""
+    """A status change HiveD's state machine does not allow; nothing was changed."""
 
 
 def bind_info_annotation(node: str) -> dict:
@@ -115,7 +115,7 @@ def reason_counts(wait_reasons: Mapping[str, str]) -> dict:
 
 
 class PodScheduleStatuses:
-    """uid -> PodScheduleStatus, with the seed's transitions enforced. Thread safe."""
+    """uid -> PodScheduleStatus, with HiveD's transitions enforced. Thread safe."""
 
     def __init__(self):
         self._lock = threading.RLock()

@@ -1,7 +1,7 @@
 """The decoder process: the reflectors and the pods' digest run beside the owner, not in it.
 
-Parsing a 6 KB watch event and digesting its pod cost about 60 us, more than
-the owner spends applying it, and in one process they shared one GIL. Here the
+Parsing a watch event and digesting its pod costs more than the owner spends
+applying it, and in one process they would share one GIL. Here the
 reflectors (HTTP, orjson, `make_pod_info`) run in a child process, which hands
 the owner batches of compact records over a pipe (marshal: plain values only):
 
@@ -18,10 +18,10 @@ The owner reads each kind's `resource_version`, `state` and `stats` from a
 so "the watch passed the list's version" (runner.list_for_comparison) still
 means "everything the list shows is queued". `request_relist()` is forwarded.
 
-The comparer's lists are taken here too (`list_for_comparison`): at 150,000 pods,
-parsing them in the owner's process cost 7.5 s of CPU under its GIL and 4.6 GB
-at its peak, every minute. The child keeps of each listed object only what
-schedcache.compare reads, and ships one `ComparisonLists`.
+The comparer's lists are taken here too (`list_for_comparison`): parsing every
+pod of a large cluster in the owner's process would hold its GIL for seconds and
+its memory at gigabytes, every minute. The child keeps of each listed object only
+what schedcache.compare reads, and ships one `ComparisonLists`.
 
 Lifetime: the child's control pipe ends when the owner's process does (even on
 SIGKILL), and the child then exits at once: no orphans. A child that dies is
@@ -221,9 +221,9 @@ def _child_main(data_conn, control_conn, api_factory, kinds, keep_annotations, r
     """The decoder process: reflectors in threads, this thread ships what they saw.
 
     Parsed JSON is a tree and records are tuples: nothing here makes cycles worth the
-    collector's passes, which walked every object of a 30 MB list page in flight (a pod
-    listed cost 150 us of CPU with collections, 90 us without), so it collects only
-    once a COLLECT_PERIOD, for whatever cycles the HTTP client's errors leave."""
+    collector's passes, which would walk every object of a list page in flight (most of
+    a listed pod's CPU again), so it collects only once a COLLECT_PERIOD, for whatever
+    cycles the HTTP client's errors leave."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the owner's to handle
     # Forked by the fork server, which ends when the owner does (even SIGKILLed): the
     # decoder ends with it.

@@ -73,16 +73,16 @@ def _chunks(items):
 class RawInsert:
     """One model's rows as INSERT ... ON CONFLICT statements.
 
-    Why not the ORM's bulk_create: it built a model instance per row and compiled the
-    statement anew each flush, 50-90 ms of the writer's thread for the rows of 1,000 cache
-    events (bench/ui_bench.py), so pages heard of changes up to a second late. (An
-    executemany of one row a statement was no faster: a round trip a row.)
+    Why not the ORM's bulk_create: it builds a model instance per row and compiles the
+    statement anew each flush, tens of milliseconds of the writer's thread at 1,000 cache
+    events a second, so pages would hear of changes up to a second late. (An executemany
+    of one row a statement is no faster: a round trip a row.)
 
     On PostgreSQL the rows are COPYed into a staging table and upserted from it with one
     statement: psycopg formats COPY rows in C. Placeholders cost Python time per value:
     a VALUES list of thousands (quoted one by one by Django's client-side binding, the
-    long query parsed again each call) took 100 ms of CPU for 3,000 pods, COPY takes 7
-    (bench/writer_bench.py), and the writer's CPU holds the owner process's GIL. SQLite
+    long query parsed again each call) costs an order of magnitude more CPU than COPY,
+    and the writer's CPU holds the owner process's GIL. SQLite
     takes multi-row VALUES, each value through its field's own preparation (JSON,
     datetimes), as the ORM would send it.
     """

@@ -218,10 +218,6 @@ class Reflector:
 
     # -- control ---------------------------------------------------------------------
 
-    @property
-    def stop_event(self) -> threading.Event:
-        return self._stop
-
     def stop(self) -> None:
         """End run() promptly: set the stop event and cut the request in flight."""
         self._stop.set()

@@ -67,8 +67,8 @@ def tune_gc():
 def tune_switching():
     """The owner's thread answers kube-scheduler's filter calls (a millisecond or two) while
     the reflector threads parse watch events. Python hands the GIL to a waiting thread
-    only every 5 ms by default, so a filter waited up to 5 ms per reflector turn: hand it
-    over every 0.5 ms (filter p99 over 5,000 nodes: 14 -> 7 ms in bench/extender_bench.py)."""
+    only every 5 ms by default, so a filter would wait up to 5 ms per reflector turn:
+    hand it over every 0.5 ms, which halves the filter's p99."""
     sys.setswitchinterval(0.0005)
 
 
@@ -134,7 +134,7 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
                         schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod)
     # An operator's or a tool's assume is checked by the same filters (when the algorithm
-    # can say why a pod does not fit; the interface of the seeds does not require it).
+    # can say why a pod does not fit; the SchedulerAlgorithm interface does not require it).
     owner.fit_reason = getattr(algorithm, "fit_reason", None)
     owner.cache.subscribe(extender.on_cache_event)
     owner.on_pods_listed = extender.restore
@@ -174,9 +174,9 @@ def step(owner: CacheOwner, deadlines: dict, lease=None, clock=time.time,
     With `calls` (the listener's), kube-scheduler's calls come first and the feed is
     applied in chunks between them. While kube-scheduler is calling, an idle owner waits
     on the calls, and looks at Redis's commands when kube-scheduler pauses (IDLE_WAIT)
-    or every COMMAND_PERIOD, not every turn: each look's round trip held a waiting filter
-    (70% of the owner's time in bench/extender_bench.py --http, and Redis's slow
-    moments made the filter's p99). Otherwise it waits on Redis, as without calls.
+    or every COMMAND_PERIOD, not every turn: each look's round trip would hold a waiting
+    filter, and Redis's slow moments would make the filter's p99. Otherwise it waits on
+    Redis, as without calls.
 
     With a `lease` (LeaderLease) no longer held, it only applies the feed (`in_doubt`).
     While Redis is unreachable, the owner's tries at it are spaced by its backoff, and

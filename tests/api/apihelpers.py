@@ -8,7 +8,6 @@ from dashboard.feed.reflector import Relisted
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.feed.runner import build_owner, step
 from dashboard.models import NodeRecord, PodRecord, Transition
-from tests.live.livestack import wait_for  # noqa: F401  (re-exported for the tests)
 from wire.keys import OWNER_COMMANDS, OWNER_REPLY_PREFIX
 
 AT = datetime(2026, 11, 22, 11, 0, tzinfo=timezone.utc)

@@ -6,7 +6,8 @@ from django.test import Client
 from dashboard.models import ApiToken, NodeRecord, PodRecord
 from simcluster.generate import make_node, make_pod
 from wire.clients import redis_client
-from apihelpers import OwnerThread, clear_commands, wait_for
+from apihelpers import OwnerThread, clear_commands
+from tests.waiting import wait_for
 
 NODES = ["node-a", "node-b"]
 NAMESPACE = "team"

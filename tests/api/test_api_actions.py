@@ -5,7 +5,8 @@ import pytest
 from django.conf import settings
 
 from dashboard.models import AuditAction, PodRecord
-from apihelpers import clear_commands, error_of, pod_record, state_of, wait_for
+from apihelpers import clear_commands, error_of, pod_record, state_of
+from tests.waiting import wait_for
 from wire.clients import redis_client
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]

@@ -102,10 +102,13 @@ def test_a_change_without_a_good_token_is_401_not_a_csrf_failure(web, header, pa
 @pytest.mark.parametrize("debug", [False, True])
 def test_unknown_paths_and_methods_under_the_api_answer_json(api, client, web, settings, debug):
     settings.DEBUG = debug       # never Django's debug page listing every URL
-    response = api.get("/api/v1/no-such-thing")
-    assert "no API endpoint /api/v1/no-such-thing" in error_of(response, 404)
-    # to a caller without credentials, the API names nothing it has or has not
-    assert "authentication required" in error_of(client.get("/api/v1/no-such-thing"), 401)
+    for path in ("/api/v1/no-such-thing", "/api/v1/pods/a/b", "/api/v2/pods"):
+        response = api.get(path)
+        assert f"no API endpoint {path}" in error_of(response, 404)
+        assert error_of(api.options(path), 404)          # an unknown path has no methods
+        # to a caller without credentials, the API names nothing it has or has not
+        assert "authentication required" in error_of(client.get(path), 401)
+        assert "authentication required" in error_of(client.options(path), 401)
     response = api.get("/api/v1/pods/uid-web/forget")
     assert "GET is not allowed" in error_of(response, 405)
     assert response["Allow"] == "POST"

@@ -8,7 +8,8 @@ import pytest
 from playwright.sync_api import expect
 
 from dashboard.owner_client import send
-from livestack import new_pod, state_of, wait_for
+from livestack import new_pod, state_of
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(240)]
 STALL_MS = 60_000   # the window, a sample, the banner's 5 s poll, with room on a busy machine

@@ -9,7 +9,8 @@ from playwright.sync_api import expect
 
 from browserkit import wait_live
 from dashboard.owner_client import send
-from livestack import new_pod, state_of, wait_for
+from livestack import new_pod, state_of
+from tests.waiting import wait_for
 
 # django_db: the stack needs the test database (each test rolls back what it writes here).
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]

@@ -16,7 +16,8 @@ from playwright.sync_api import expect
 
 from browserkit import wait_live
 from dashboard.owner_client import send
-from livestack import state_of, wait_for
+from livestack import state_of
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
 

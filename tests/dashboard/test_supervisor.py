@@ -5,13 +5,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from dashboard.supervisor import Child, CrashLoop, Supervisor
 from tests.dashboard.processes import alive
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
+
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
 FAILS = [sys.executable, "-c", "raise SystemExit(3)"]
@@ -42,6 +42,17 @@ def test_a_child_that_exits_is_restarted_with_a_doubling_backoff_and_the_others_
                     "schedview: short exited with code 3; restarting it in 0.1 s"]
     assert sleeper.returncode == -signal.SIGTERM
     assert supervisor.running == {}
+
+
+def test_a_child_runs_with_the_environment_it_is_given(tmp_path, monkeypatch):
+    monkeypatch.setenv("OURS", "1")
+    out = tmp_path / "env"
+    writes_env = [sys.executable, "-c", "import os, sys; open(sys.argv[1], 'w').write("
+                  "os.environ.get('GIVEN', '-') + ' ' + os.environ.get('OURS', '-'))", str(out)]
+    with Supervisor(say=lambda line: None) as supervisor:
+        assert supervisor.start(Child("given", writes_env, env={"GIVEN": "yes"})).wait(30) == 0
+    assert out.read_text() == "yes -"           # that environment alone, nothing of ours
+    assert "GIVEN" not in os.environ
 
 
 def test_a_child_failing_right_after_every_start_ends_the_run_naming_it():

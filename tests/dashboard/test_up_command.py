@@ -16,7 +16,8 @@ import redis
 import requests
 
 from tests.dashboard.processes import alive, descendants
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
+
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
@@ -33,6 +34,17 @@ def up(var_dir: Path, port: int, extender_port: int = 0) -> subprocess.Popen:
                              "--nodes", "8", "--pods", "60", "--churn", "5"],
                             cwd=BASE_DIR, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
+
+def test_children_get_the_stand_in_period_without_it_entering_our_environment(monkeypatch):
+    from dashboard.management.commands.up import children_env
+
+    monkeypatch.delenv("SCHEDVIEW_SCHEDULE_PERIOD", raising=False)
+    assert children_env(simulated=True)["SCHEDVIEW_SCHEDULE_PERIOD"] == "1"
+    assert "SCHEDVIEW_SCHEDULE_PERIOD" not in children_env(simulated=False)
+    assert "SCHEDVIEW_SCHEDULE_PERIOD" not in os.environ
+    monkeypatch.setenv("SCHEDVIEW_SCHEDULE_PERIOD", "5")
+    assert children_env(simulated=True)["SCHEDVIEW_SCHEDULE_PERIOD"] == "5"
 
 
 def read_until(process: subprocess.Popen, *texts: str) -> str:
@@ -70,14 +82,10 @@ def drain(process: subprocess.Popen):
 
 def page_showing(session: requests.Session, url: str, text: str, timeout: float = 90.0) -> str:
     """Poll a page until the owner's rows put `text` on it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        html = session.get(url).text
-        if text in html:
-            return html
-        if time.monotonic() > deadline:
-            pytest.fail(f"{url} never showed {text!r}:\n{html[-2000:]}")
-        time.sleep(0.2)
+    def html():
+        page = session.get(url).text
+        return page if text in page else ""
+    return wait_for(html, timeout, f"{url} to show {text!r}", interval=0.2)
 
 
 def free_port() -> int:

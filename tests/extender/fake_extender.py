@@ -5,7 +5,6 @@ it is sent (03a), bind makes the Binding itself and answers {} only once the API
 said 201, else the API server's reason as the Error."""
 import contextlib
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import orjson
@@ -15,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from dashboard.extender import standin
 from dashboard.extender.standin_queue import SchedulingQueue
 from dashboard.extender.standin_view import ClusterView
+from tests.waiting import wait_for
 
 
 class FakeExtender:
@@ -101,11 +101,7 @@ def running_stand_in(sim):
 
 def settle(view, condition, what, timeout=10.0):
     """Apply the stand-in's view's watch events until `condition()` holds."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def synced():
         view.sync(timeout)
-        if condition():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the stand-in's view never saw {what}")
-        threading.Event().wait(0.02)
+        return condition()
+    wait_for(synced, timeout, f"the stand-in's view to see {what}")

@@ -8,7 +8,8 @@ from django.conf import settings
 
 from dashboard.owner_client import send
 from simcluster.generate import make_node, make_pod
-from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
+from tests.api.apihelpers import OwnerThread, clear_commands
+from tests.waiting import wait_for
 from wire.clients import redis_client
 
 NAMESPACE = "team"

@@ -1,4 +1,4 @@
-"""PodScheduleStatuses: the seed's transitions, refusals, rebuild from annotations."""
+"""PodScheduleStatuses: HiveD's transitions, refusals, rebuild from annotations."""
 import json
 
 import pytest
@@ -35,7 +35,7 @@ MOVES = {"Waiting": lambda s: s.wait("u", reasons={}),
 
 @pytest.mark.parametrize("from_state", ALL)
 @pytest.mark.parametrize("to_state", list(MOVES))
-def test_only_the_seeds_transitions_are_allowed(from_state, to_state):
+def test_only_hiveds_transitions_are_allowed(from_state, to_state):
     statuses = make(from_state)
     before = statuses.dump()
     if to_state in ALLOWED[from_state]:

@@ -120,27 +120,6 @@ def test_bind_that_cannot_be_queued_is_forgotten(owner, monkeypatch):
     assert not record.ok and record.target == "uid-p3" and "broker down" in record.message
 
 
-@pytest.mark.parametrize("owner", [{"p5": (404, "pod uid-p5 is not a pending pod")}],
-                         indirect=True)
-def test_schedule_pods_in_batches(worker, kube, owner, nodes, settings):  # noqa: F811
-    settings.SCHEDVIEW_BIND_BATCH = 2
-    placements = [(NS, f"p{i}", nodes[i % 3]) for i in (4, 5, 6, 7)]
-    results = actions.schedule_pods(placements, actor="erin")
-    assert isinstance(results[1], CommandError) and results[1].status == 404
-    ok = [results[i] for i in (0, 2, 3)]
-    assert [r["uid"] for r in ok] == ["uid-p4", "uid-p6", "uid-p7"]
-    assert ok[0]["task_id"] == ok[1]["task_id"] != ok[2]["task_id"]     # batches of 2
-    owner.wait_for(lambda rs: len([r for r in rs if r[0] == "finish_binding"]) == 3)
-    for ns, name, node in (placements[0], placements[2], placements[3]):
-        assert kube.pod(ns, name)["spec"]["nodeName"] == node
-    assert not kube.pod(NS, "p5")["spec"].get("nodeName")
-    rows = {r.target: r for r in AuditAction.objects.all()}
-    assert set(rows) == {"uid-p4", f"{NS}/p5", "uid-p6", "uid-p7"}
-    assert [rows[t].ok for t in ("uid-p4", f"{NS}/p5", "uid-p6", "uid-p7")] == [
-        True, False, True, True]
-    assert rows[f"{NS}/p5"].message == "pod uid-p5 is not a pending pod"
-
-
 # -- forget and expire -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("action, op, node", [(actions.forget_pod, "forget", "node-x"),

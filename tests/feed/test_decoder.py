@@ -19,6 +19,7 @@ from dashboard.feed.decoder import (DecodedEvents, DecodedList, DecodedPage, Dec
                                     digest_pod)
 from dashboard.feed.owner import CacheOwner
 from dashboard.feed.reflector import Relisted, Watched
+from tests.waiting import wait_for
 
 BIND_INFO = "schedview.io/bind-info"
 
@@ -46,14 +47,6 @@ def apply_until(owner, predicate, what, timeout=WAIT):
             owner.apply(owner.feed.get(timeout=min(left, 0.1)))
         except queue.Empty:
             pass
-
-
-def wait_until(predicate, what, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)   # polling a condition another process changes, with a deadline
 
 
 @pytest.fixture
@@ -200,7 +193,7 @@ def test_the_decoder_dies_with_its_owner(sim):
         assert running(child)
         owner.kill()
         owner.wait(WAIT)
-        wait_until(lambda: not running(child), "the decoder to exit")
+        wait_for(lambda: not running(child), WAIT, "the decoder to exit")
     finally:
         owner.kill()
         owner.wait()

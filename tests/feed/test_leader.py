@@ -2,7 +2,6 @@
 the owner's loop meets Redis outages with."""
 import socket
 import threading
-import time
 import uuid
 
 import pytest
@@ -11,6 +10,7 @@ from django.conf import settings
 
 from dashboard.feed.leader import MARGIN, LeaderLease
 from dashboard.redis_outage import RedisBackoff, loop_client
+from tests.waiting import wait_for
 from wire.clients import redis_client
 
 
@@ -35,11 +35,8 @@ def lease(key, holder, seconds=5.0, clock=None):
 
 
 def expired(key):
-    """Poll until Redis has expired the lease."""
-    deadline = time.monotonic() + 10
-    while redis_client(settings.REDIS_URL).exists(key):
-        assert time.monotonic() < deadline, "the lease did not expire in Redis"
-        time.sleep(0.02)
+    wait_for(lambda: not redis_client(settings.REDIS_URL).exists(key), 10,
+             "the lease to expire in Redis")
 
 
 def closed_port() -> int:
@@ -144,9 +141,7 @@ def test_an_owner_restarted_under_its_dead_self_lets_the_standby_take_over(key):
     for waiter in waiters:
         waiter.start()
     try:
-        deadline = time.monotonic() + 5
-        while not won and time.monotonic() < deadline:
-            stop.wait(0.05)
+        wait_for(lambda: won, 5, "a waiter to take the lease")
     finally:
         stop.set()
         for waiter in waiters:

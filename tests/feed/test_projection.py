@@ -2,7 +2,6 @@
 in order (later rows win, deletes included), and still runs every batch's `then`; a
 database outage is waited out, and nothing submitted meanwhile is lost."""
 import threading
-import time
 
 import pytest
 from django.db import OperationalError
@@ -11,6 +10,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from dashboard.feed import projection
 from dashboard.feed.projection import Batch, ProjectionWriter
 from dashboard.models import PodRecord, Transition
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -132,10 +132,8 @@ def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(mo
     try:
         writer.submit(Batch(pods={"a": row("a", "Added", 1)}, transitions=[transition(1, "a")]),
                       then=lambda: order.append(1))
-        deadline = time.monotonic() + 10
-        while len(tries) <= projection.ATTEMPTS:      # more tries than any other failure gets
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_for(lambda: len(tries) > projection.ATTEMPTS, 10,   # more than other failures get
+                 "the writer's tries")
         writer.submit(Batch(pods={"b": row("b", "Added", 2)}, transitions=[transition(2, "b")]),
                       then=lambda: order.append(2))
         assert writer.unwritten() == 2

@@ -7,11 +7,15 @@ import time
 
 import pytest
 
-from dashboard.extender.statuses import annotated_node
 from celery.contrib.testing.worker import start_worker
+from celery.exceptions import SoftTimeLimitExceeded
 
 from dashboard import tasks
 from dashboard.celery import app
+from dashboard.extender import bindsender
+from dashboard.extender.bindsender import BindSender
+from dashboard.extender.statuses import annotated_node
+from dashboard.feed.runner import publish_binds
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster, make_pod
 from simcluster.status import ApiError
@@ -77,6 +81,19 @@ def binds(sim, monkeypatch):
 
     monkeypatch.setattr(sim.faults, "before_bind", counting)
     return calls
+
+
+def queued_retries(task, monkeypatch):
+    """Record the retries `task` queues, [(args, options)], and queue them."""
+    queued, apply_async = [], task.apply_async
+
+    def recording(args=None, kwargs=None, **options):
+        if options.get("retries"):          # not the first send
+            queued.append((tuple(args), options))
+        return apply_async(args, kwargs, **options)
+
+    monkeypatch.setattr(task, "apply_async", recording)
+    return queued
 
 
 def settled(owner, uid):
@@ -224,7 +241,7 @@ def test_bind_pods_batch(worker, kube, owner, nodes, binds, monkeypatch):
         assert kube.pod(ns, name)["spec"]["nodeName"] == node
 
 
-def test_bind_pods_retries_failures_one_by_one(worker, kube, owner, nodes, monkeypatch):
+def test_bind_pods_retries_its_failures_alone(worker, kube, owner, nodes, monkeypatch):
     calls = []
 
     def fail_first(namespace, name):
@@ -233,10 +250,91 @@ def test_bind_pods_retries_failures_one_by_one(worker, kube, owner, nodes, monke
             raise ApiError(500, "flaky", "InternalError")
 
     monkeypatch.setattr(kube.faults, "before_bind", fail_first)
+    retried = queued_retries(tasks.bind_pods, monkeypatch)
     tasks.bind_pods.delay([["uid-p8", NS, "p8", nodes[0]], ["uid-p11", NS, "p11", nodes[1]]])
     owner.wait_for(lambda rs: len([r for r in rs if r[0] == "finish_binding"]) == 2)
     assert calls == ["p8", "p11", "p11"]
+    assert [args for args, _ in retried] == [([["uid-p11", NS, "p11", nodes[1]]],)]
     assert kube.pod(NS, "p11")["spec"]["nodeName"] == nodes[1]
+
+
+def test_bind_pods_forgets_each_pod_with_its_own_cause(worker, kube, owner, nodes, settings,
+                                                      monkeypatch):
+    settings.SCHEDVIEW_BIND_ATTEMPTS = 2
+
+    def refuse(namespace, name):
+        if name == "p8":
+            raise ApiError(500, "flaky", "InternalError")
+        if name == "p9":
+            raise ApiError(503, "busy", "ServiceUnavailable")
+
+    monkeypatch.setattr(kube.faults, "before_bind", refuse)
+    tasks.bind_pods.delay([["uid-p8", NS, "p8", nodes[0]], ["uid-ghost", NS, "ghost", nodes[0]],
+                           ["uid-p9", NS, "p9", nodes[1]], ["uid-p10", NS, "p10", nodes[2]]])
+    owner.wait_for(lambda rs: len(rs) == 4)
+    reasons = {a["uid"]: a["reason"] for a, _ in owner.ops("forget")}
+    assert reasons.keys() == {"uid-p8", "uid-ghost", "uid-p9"}
+    assert "500" in reasons["uid-p8"] and reasons["uid-p8"].endswith("(after 2 attempts)")
+    assert "503" in reasons["uid-p9"] and reasons["uid-p9"].endswith("(after 2 attempts)")
+    assert reasons["uid-ghost"] == "pod not found"
+    assert [a["uid"] for a, _ in owner.ops("finish_binding")] == ["uid-p10"]
+
+
+def test_pods_a_batch_had_no_time_for_are_retried(worker, kube, owner, nodes, monkeypatch):
+    """The soft time limit stops a batch between two pods: the rest is its retry."""
+    bind_once, calls = tasks.bind_once, []
+
+    def out_of_time_at_the_second(*pod):
+        calls.append(pod[2])
+        if len(calls) == 2:
+            raise SoftTimeLimitExceeded()
+        return bind_once(*pod)
+
+    monkeypatch.setattr(tasks, "bind_once", out_of_time_at_the_second)
+    retried = queued_retries(tasks.bind_pods, monkeypatch)
+    batch = [[f"uid-p{i}", NS, f"p{i}", nodes[i % 3]] for i in (7, 8, 9)]
+    tasks.bind_pods.delay(batch)
+    owner.wait_for(lambda rs: len([r for r in rs if r[0] == "finish_binding"]) == 3)
+    assert calls == ["p7", "p8", "p8", "p9"]
+    assert [args for args, _ in retried] == [(batch[1:],)]
+    for uid, ns, name, node in batch:
+        assert kube.pod(ns, name)["spec"]["nodeName"] == node
+
+
+def test_retries_back_off_doubling_up_to_a_cap(worker, kube, owner, nodes, settings,
+                                               monkeypatch):
+    settings.SCHEDVIEW_BIND_ATTEMPTS = 5
+    settings.SCHEDVIEW_BIND_BACKOFF = 0.01
+    monkeypatch.setattr(tasks, "BACKOFF_MAX", 0.03)
+    kube.faults.update(bind_failure_rate=1.0, bind_failure_code=500)
+    retried = queued_retries(tasks.bind_pod, monkeypatch)
+    app.send_task(tasks.bind_pod.name, ("uid-p7", NS, "p7", nodes[0]))
+    op, args, _ = settled(owner, "uid-p7")
+    assert op == "forget" and args["reason"].endswith("(after 5 attempts)")
+    assert [(o["retries"], o["countdown"]) for _, o in retried] == [
+        (1, 0.01), (2, 0.02), (3, 0.03), (4, 0.03)]
+
+
+def test_extender_binds_reach_the_worker_as_one_batch(worker, kube, owner, nodes,
+                                                      monkeypatch):
+    """Production's batched path: the owner's BindSender publishes the binds that gathered
+    while it lingered as one bind_pods task (runner.publish_binds)."""
+    monkeypatch.setattr(bindsender, "LINGER", 0.5)
+    published = []
+
+    def publish(batch):
+        published.append(len(batch))
+        publish_binds(batch)
+
+    sender = BindSender(publish)
+    pods = [(f"uid-p{i}", NS, f"p{i}", nodes[i % 3]) for i in (4, 5, 6)]
+    for pod in pods:
+        sender(*pod)
+    assert sender.wait_idle(10)
+    owner.wait_for(lambda rs: len([r for r in rs if r[0] == "finish_binding"]) == 3)
+    assert published == [3]
+    for uid, ns, name, node in pods:
+        assert kube.pod(ns, name)["spec"]["nodeName"] == node
 
 
 def test_reap_and_compare_send_their_commands(worker, owner):
@@ -280,15 +378,15 @@ def test_unexpected_error_is_forgotten_after_the_last_attempt(rclient, settings,
     assert any(r.exc_info for r in caplog.records)     # logged with its traceback
 
 
-def test_retry_that_cannot_be_queued_forgets(kube, rclient, nodes, monkeypatch):  # noqa: F811
+def test_retry_that_cannot_be_queued_forgets(worker, kube, owner, nodes, monkeypatch):
     def broker_down(*args, **kwargs):
         raise OSError("broker down")
 
     kube.faults.update(bind_failure_rate=1.0, bind_failure_code=500)
-    monkeypatch.setattr(tasks.bind_pod, "apply_async", broker_down)
-    assert tasks.bind_pod("uid-p3", NS, "p3", nodes[0]) == "forget"
-    [msg] = queued(rclient)
-    assert "could not queue attempt 2: broker down" in msg["args"]["reason"]
+    monkeypatch.setattr(tasks.bind_pod, "apply_async", broker_down)   # the retry's path
+    app.send_task(tasks.bind_pod.name, ("uid-p3", NS, "p3", nodes[0]))
+    op, args, _ = settled(owner, "uid-p3")
+    assert op == "forget" and "could not queue attempt 2: broker down" in args["reason"]
 
 
 @pytest.mark.parametrize("task, period", [(tasks.reap, "SCHEDVIEW_REAP_PERIOD"),
@@ -315,8 +413,3 @@ def test_beat_schedule(settings):
 def test_bind_tasks_are_acknowledged_after_they_ran():
     for task in (tasks.bind_pod, tasks.bind_pods):
         assert task.acks_late and task.reject_on_worker_lost and task.ignore_result
-
-
-def test_backoff_doubles_and_is_capped(settings):
-    settings.SCHEDVIEW_BIND_BACKOFF = 0.1
-    assert [tasks.backoff(a) for a in (1, 2, 3, 10)] == [0.1, 0.2, 0.4, 2.0]

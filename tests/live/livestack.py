@@ -1,9 +1,8 @@
-"""Helpers for the live tests: the processes of a stack, and waiting on conditions."""
+"""Helpers for the live tests: the processes of a stack."""
 import os
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,22 +12,11 @@ from django.conf import settings
 from django.db import connection
 
 from dashboard.owner_client import send
+from tests.waiting import wait_for
 from wire.clients import redis_client
 from wire.commands import CommandError
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for(predicate, timeout=60.0, what="the condition"):
-    """Poll `predicate` until it returns something truthy; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.05)
 
 
 def database_url() -> str:

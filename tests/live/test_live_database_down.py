@@ -9,8 +9,9 @@ import time
 import orjson
 import pytest
 
-from livestack import ROOT, Stack, child_env, wait_for
+from livestack import ROOT, Stack, child_env
 from private_services import PrivatePostgres
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -9,7 +9,8 @@ from kubernetes import client, config
 from dashboard.models import ComparerRun, Transition
 from dashboard.owner_client import send
 
-from livestack import new_pod, owner_status, state_of, synced_owner, wait_for
+from livestack import new_pod, owner_status, state_of, synced_owner
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -5,7 +5,8 @@ import sys
 import orjson
 import pytest
 
-from livestack import Stack, child_env, clear_redis, wait_for
+from livestack import Stack, child_env, clear_redis
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -9,7 +9,8 @@ from kubernetes import client, config
 from prometheus_client.parser import text_string_to_metric_families
 
 from dashboard.owner_client import send
-from livestack import Stack, child_env, clear_redis, free_port, new_pod, state_of, wait_for
+from livestack import Stack, child_env, clear_redis, free_port, new_pod, state_of
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 

@@ -19,8 +19,9 @@ from dashboard.redis_urls import redis_settings
 from wire.clients import redis_client
 from wire.keys import OWNER_LEASE
 
-from livestack import Stack, child_env, owner_status, synced_owner, wait_for
+from livestack import Stack, child_env, owner_status, synced_owner
 from private_services import PrivateRedis
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

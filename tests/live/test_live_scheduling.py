@@ -26,7 +26,8 @@ from dashboard.owner_client import send
 from simcluster.generate import make_node
 from wire.commands import CommandError
 
-from livestack import synced_owner, wait_for
+from livestack import synced_owner
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
 

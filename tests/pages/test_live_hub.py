@@ -1,6 +1,5 @@
 """The web process's hub, over the real Redis channel layer: the owner's group has one
 member however many sockets are open, and sockets showing the same pod share one render."""
-import asyncio
 
 import pytest
 import pytest_asyncio
@@ -13,6 +12,7 @@ from wire.keys import EVENTS_GROUP
 from wire.live import events_message
 
 from podpages import connect, pod, transition
+from tests.waiting import wait_for_async
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
@@ -32,13 +32,6 @@ async def group_members(layer) -> int:
     """How many channels the layer delivers the owner's group to (its Redis sorted set)."""
     connection = layer.connection(layer.consistent_hash(EVENTS_GROUP))
     return await connection.zcard(layer._group_key(EVENTS_GROUP))
-
-
-async def until(predicate, what, timeout=10.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await predicate():
-        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)   # polling a condition with a deadline
 
 
 @pytest_asyncio.fixture
@@ -77,8 +70,8 @@ async def test_one_member_and_one_render_serve_every_socket_of_a_pod(layer, ws_h
     finally:
         for socket in sockets:
             await socket.disconnect()
-    await until(lambda: members_are(layer, before),
-                "the last socket's leaving to take the process out of the group")
+    await wait_for_async(lambda: members_are(layer, before), 10,
+                         "the last socket's leaving to take the process out of the group")
 
 
 async def members_are(layer, count) -> bool:

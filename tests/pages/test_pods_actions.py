@@ -6,7 +6,8 @@ import re
 import pytest
 
 from dashboard.models import AuditAction, PodRecord
-from livestack import wait_for
+from tests.waiting import wait_for
+
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -221,7 +221,7 @@ def zone_key(node):
 
 
 class RefNodeTree:
-    """The seeds' NodeTree (zones in first-seen order, round robin next())."""
+    """Upstream's NodeTree (zones in first-seen order, round robin next())."""
 
     def __init__(self):
         self.zones = []

@@ -1,5 +1,5 @@
 """NodeTree: zone keys as upstream's GetZoneKey builds them, list() interleaved zone by
-zone, next() round robin over zones (seed 002), and the cache keeping it in step."""
+zone, next() round robin over zones (upstream's), and the cache keeping it in step."""
 
 import pytest
 

@@ -412,7 +412,7 @@ TestCacheMachine = CacheMachine.TestCase
 
 
 class NodeTreeMachine(RuleBasedStateMachine):
-    """NodeTree driven directly, against the seeds' algorithm (tests' own model)."""
+    """NodeTree driven directly, against upstream's algorithm (tests' own model)."""
 
     def __init__(self):
         super().__init__()

@@ -1,4 +1,4 @@
-"""The incremental Snapshot (seed 004), the older map views (seeds 000/002) and dump()."""
+"""The incremental Snapshot (upstream's), the older interfaces' map views and dump()."""
 
 import pytest
 

@@ -1,6 +1,6 @@
 """Pod state machine of the cache: every transition and every refusal, table driven.
 
-States (seeds 000/002): Initial, Assumed, Added, Expired, Deleted. Only Assumed and
+States (the scheduler cache's): Initial, Assumed, Added, Expired, Deleted. Only Assumed and
 Added pods exist in the cache; `pod_state` answers None for the other three.
 """
 

@@ -9,7 +9,8 @@ from django.test import Client
 
 from dashboard.models import PodRecord
 from hostile import MARKUP
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
+
 
 pytestmark = [pytest.mark.timeout(300)]
 

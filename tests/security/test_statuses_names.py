@@ -8,8 +8,9 @@ from django.conf import settings
 
 from dashboard.owner_client import send
 from simcluster.generate import make_node, make_pod
-from tests.api.apihelpers import OwnerThread, clear_commands, wait_for
+from tests.api.apihelpers import OwnerThread, clear_commands
 from tests.extender.statusworld import filter_call
+from tests.waiting import wait_for
 from wire.clients import redis_client
 
 pytestmark = pytest.mark.timeout(60)

@@ -15,6 +15,7 @@ from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
 from simhelpers import Raw, pending_pod_body
+from tests.waiting import wait_for
 
 
 def bind_body(name, node):
@@ -112,14 +113,12 @@ def test_drop_watches_ends_streams_cleanly_or_abruptly(sim):
                                  "&timeoutSeconds=60")
     conn2, resp2 = open_watch(sim, f"/api/v1/nodes?watch=true&resourceVersion={rv}"
                                    "&timeoutSeconds=60")
-    while sim.watchers.count() < 2:  # both requests are being served
-        threading.Event().wait(0.01)
+    wait_for(lambda: sim.watchers.count() == 2, 10, "both watches served")
     assert sim.drop_watches() == 2
     assert resp.read() == b"" and resp2.read() == b""  # final chunk: a clean end
     conn, resp = open_watch(sim, f"/api/v1/pods?watch=true&resourceVersion={rv}"
                                  "&timeoutSeconds=60")
-    while sim.watchers.count() < 1:
-        threading.Event().wait(0.01)
+    wait_for(lambda: sim.watchers.count() == 1, 10, "the watch served")
     sim.drop_watches(abrupt=True)
     with pytest.raises(http.client.IncompleteRead):
         resp.read()
@@ -137,11 +136,12 @@ def test_client_watch_without_timeout_comes_back_after_a_drop(sim, v1):
                 w.stop()
     thread = threading.Thread(target=consume, daemon=True)
     thread.start()
-    wait_for(lambda: sim.watchers.opened == 1)
+    wait_for(lambda: sim.watchers.opened == 1, 10, "the watch")
     v1.create_namespaced_pod("default", pending_pod_body("before"))
     assert seen.get(timeout=10) == "before"
     sim.drop_watches()
-    wait_for(lambda: sim.watchers.opened == 2)  # the client re-watched from its last rv
+    wait_for(lambda: sim.watchers.opened == 2, 10,   # the client re-watched from its last rv
+             "the second watch")
     v1.create_namespaced_pod("default", pending_pod_body("after"))
     assert seen.get(timeout=10) == "after"
     thread.join(timeout=10)
@@ -190,10 +190,7 @@ def test_churn_thread_runs_at_the_configured_rate(small_cluster):
     from simcluster import SimCluster
     with SimCluster(cluster=small_cluster, kubelet=False, churn=200) as sim:
         rv = sim.resource_version
-        deadline = time.monotonic() + 10
-        while sim.resource_version < rv + 50 and time.monotonic() < deadline:
-            threading.Event().wait(0.05)
-        assert sim.resource_version >= rv + 50
+        wait_for(lambda: sim.resource_version >= rv + 50, 10, "50 changes of churn")
         sim.churn.update(rate=0)
         assert sum(sim.churn.knobs()["counts"].values()) > 0
 
@@ -249,13 +246,6 @@ def test_control_endpoints(sim, raw):
     assert orjson.loads(body) == {"dropped": 0}
 
 
-def wait_for(predicate, seconds=10):
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not reached in time"
-        threading.Event().wait(0.02)
-
-
 def reachable(raw) -> bool:
     try:
         raw.call("GET", "/version")
@@ -272,8 +262,8 @@ def test_kill_and_restore(sim, raw):
     assert reachable(raw) and sim.resource_version == rv
     resp, body = raw.call("POST", "/simcluster/v1/kill", {"seconds": 0.3})
     assert orjson.loads(body) == {"down_for_seconds": 0.3}
-    wait_for(lambda: not reachable(raw))
-    wait_for(lambda: reachable(raw))
+    wait_for(lambda: not reachable(raw), 10, "the server down")
+    wait_for(lambda: reachable(raw), 10, "the server back")
 
 
 def test_cli_serves_and_writes_a_kubeconfig(tmp_path):

@@ -11,7 +11,7 @@ from dashboard.pools.feed import PoolFeed, pool_reflector
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
 from simcluster.patch import MERGE
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
 from warmpool import ClaimOptions, ClaimRequest, ClaimWaiter, PoolScheduler
 from warmpool.podstate import CLAIM_ANNOTATION, PHASE_LABEL, POOL_LABEL, RUNNING
 

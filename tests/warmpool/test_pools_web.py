@@ -16,7 +16,7 @@ from dashboard.pools.runner import PoolsProcess
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
 from simcluster.patch import MERGE
-from tests.live.livestack import wait_for
+from tests.waiting import wait_for
 from warmpool.podstate import CLAIM_ANNOTATION, PHASE_LABEL
 from wire.clients import redis_client
 from wire.keys import EVENTS_GROUP, POOLS_GROUP, pool_claims, pool_reply

@@ -29,17 +29,26 @@ from wire.clients import redis_client
 HOST = "127.0.0.1"
 
 
-def web(port: int) -> Child:
+def children_env(simulated: bool) -> dict:
+    """Every child's environment: ours, and with the simulated cluster the stand-in
+    scheduling its pending pods every second (unless set), since no kube-scheduler does."""
+    env = dict(os.environ)
+    if simulated:
+        env.setdefault("SCHEDVIEW_SCHEDULE_PERIOD", "1")
+    return env
+
+
+def web(port: int, env: dict) -> Child:
     return Child("web", [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(port),
-                         "dashboard.asgi:application"])
+                         "dashboard.asgi:application"], env=env)
 
 
-def simulated_cluster(kubeconfig, nodes, pods, churn) -> Child:
+def simulated_cluster(kubeconfig, nodes, pods, churn, env: dict) -> Child:
     return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes),
                                 "--pods", str(pods), "--zones", "3", "--churn", str(churn),
                                 "--pending-fraction", "0.02", "--bookmark-interval", "10",
                                 *DEMO_POOLS, "--kubeconfig", str(kubeconfig)],
-                 infrastructure=True)
+                 infrastructure=True, env=env)
 
 
 def wait_for_file(path, process, timeout=120.0):
@@ -94,13 +103,13 @@ def first_login(var_dir) -> str:
     return "log in with an existing account (manage.py createsuperuser makes one)"
 
 
-def manage(name, *argv) -> Child:
-    return Child(name, [sys.executable, "manage.py", *argv])
+def manage(name, env, *argv) -> Child:
+    return Child(name, [sys.executable, "manage.py", *argv], env=env)
 
 
-def celery(name, *argv) -> Child:
+def celery(name, env, *argv) -> Child:
     return Child(name, [sys.executable, "-m", "celery", "-A", "dashboard", *argv,
-                        "--loglevel", "WARNING"])
+                        "--loglevel", "WARNING"], env=env)
 
 
 class Command(BaseCommand):
@@ -119,6 +128,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops us as Ctrl-C does
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         redis = redis_client(settings.REDIS_URL)
+        simulated = "SCHEDVIEW_KUBECONFIG" not in os.environ
+        env = children_env(simulated)
         supervisor = Supervisor(on_change=lambda states: supervised.publish(redis, states),
                                 say=self.stdout.write)
         try:
@@ -126,15 +137,14 @@ class Command(BaseCommand):
                 if settings.EMBEDDED_REDIS_SOCKET:
                     server = supervisor.start(Child(
                         "redis", embedded_redis.command(settings.EMBEDDED_REDIS_SOCKET),
-                        infrastructure=True))
+                        infrastructure=True, env=env))
                     embedded_redis.wait_until_ready(settings.REDIS_URL, server)
-                if "SCHEDVIEW_KUBECONFIG" not in os.environ:
-                    # The simulated cluster's pending pods are ours to schedule, and a few
-                    # of its binds fail and events get lost, so every state shows.
-                    os.environ.setdefault("SCHEDVIEW_SCHEDULE_PERIOD", "1")
+                if simulated:
+                    # A few of its binds fail and events get lost, so every state shows.
                     kubeconfig = settings.SCHEDVIEW_KUBECONFIG
                     kubeconfig.unlink(missing_ok=True)
-                    cluster = supervisor.start(simulated_cluster(kubeconfig, nodes, pods, churn))
+                    cluster = supervisor.start(
+                        simulated_cluster(kubeconfig, nodes, pods, churn, env))
                     wait_for_file(kubeconfig, cluster)
                     configure_simulated_cluster(kubeconfig)
                     demo_scenes.stage(kube.core_api())
@@ -142,18 +152,19 @@ class Command(BaseCommand):
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)
                 # Two owners: whichever takes the lease first leads, the other stands by.
-                supervisor.start(manage("owner-a", "watch", "--id", "owner-a"))
-                supervisor.start(manage("owner-b", "watch", "--id", "owner-b"))
-                supervisor.start(manage("pools", "pools", *(
-                    () if "SCHEDVIEW_KUBECONFIG" in os.environ else ("--demand", DEMO_DEMAND))))
-                supervisor.start(celery("worker", "worker"))
-                # (the environment, not settings: set above, after settings were read)
-                if float(os.environ.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0:
-                    supervisor.start(celery("standin", "worker", "-Q", settings.STANDIN_QUEUE,
-                                            "-P", "solo", "-n", "standin@%h"))
-                supervisor.start(celery("beat", "beat", "--schedule",
+                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a"))
+                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b"))
+                supervisor.start(manage("pools", env, "pools", *(
+                    ("--demand", DEMO_DEMAND) if simulated else ())))
+                supervisor.start(celery("worker", env, "worker"))
+                # The children's setting: ours were read without the stand-in's period.
+                if float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0:
+                    supervisor.start(celery("standin", env, "worker", "-Q",
+                                            settings.STANDIN_QUEUE, "-P", "solo",
+                                            "-n", "standin@%h"))
+                supervisor.start(celery("beat", env, "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
-                supervisor.start(web(port))
+                supervisor.start(web(port, env))
                 self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it); {login}")
                 if settings.SCHEDVIEW_EXTENDER_ADDRESS:
                     scheme = "https" if settings.SCHEDVIEW_EXTENDER_CERT else "http"
