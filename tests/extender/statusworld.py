@@ -4,7 +4,6 @@ three schedule states: for the statuses page and REST tests.
     from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture)
 """
 import pytest
-from django.conf import settings
 
 from dashboard.owner_client import send
 from simcluster.generate import make_node, make_pod
@@ -22,11 +21,13 @@ def filter_call(owner, pod, nodes=("n1", "n2")):
 
 
 @pytest.fixture
-def scheduled(redis_url, transactional_db):
+def scheduled(redis_url, transactional_db, settings):
     """Nodes n1 (4 cpu, running `low`: 3 cpu at priority 1) and n2 (tainted); then filter
     calls: `placed` (500m) is Binding on n1, `huge` (64 cpu) Waiting, and `vip`
     (2 cpu, priority 100) Preempting `low`; `giant` (99 cpu) is pending, never filtered.
     Yields the OwnerThread (its `verb` calls the extender as the listener does)."""
+    # A still picture: `placed` stays Binding however long a (loaded) test runs.
+    settings.SCHEDVIEW_BIND_DEADLINE = 24 * 3600
     client = redis_client(settings.REDIS_URL)
     clear_commands(client)
     nodes = [make_node("n1", allocatable={"cpu": "4", "memory": "16Gi", "pods": "110"}),
