@@ -22,9 +22,8 @@ from scheduling.registry import load_algorithm
 
 from dashboard import kube
 from dashboard.binding import bind_once
-from dashboard.extender.answers import ACTOR as SCHEDULER
 from dashboard.extender.bindsender import BindSender
-from dashboard.extender.core import Extender
+from dashboard.extender.core import ACTOR as SCHEDULER, Extender
 from dashboard.extender.handlers import command_handlers, verb_handlers
 from dashboard.extender.listener import ExtenderListener, tls_context
 from dashboard.extender.owner_calls import OwnerCalls
@@ -32,7 +31,8 @@ from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuse
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.decoder import DecoderProcess
 from dashboard.feed.leader import holder_name
-from dashboard.feed.owner import SEQ_KEY, CacheOwner, CompareRequest, newer
+from dashboard.feed.comparing import CompareRequest, newer
+from dashboard.feed.owner import SEQ_KEY, CacheOwner
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.models import Transition
@@ -130,15 +130,16 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     owner's listener only."""
     algorithm = load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache)
     extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
-                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod)
+                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod,
+                        changes=owner.changes)
     # An operator's or a tool's assume is checked by the same filters (when the algorithm
     # can say why a pod does not fit; the interface of the seeds does not require it).
     owner.fit_reason = getattr(algorithm, "fit_reason", None)
     owner.cache.subscribe(extender.on_cache_event)
     owner.on_pods_listed = extender.restore
     owner.on_pod_deleted = extender.released
-    owner.register(command_handlers(extender), cause="extender")
-    owner.scheduler_verbs = owner.caused(verb_handlers(extender), cause="extender")
+    owner.register(command_handlers(extender))
+    owner.scheduler_verbs = owner.caused(verb_handlers(extender))
     # Every flush then tells the statuses page whether anything it shows moved.
     owner.status_parts.append(lambda: {"extender_statuses": extender.statuses.version})
     return extender

@@ -11,12 +11,12 @@ from dashboard.extender.listener import ExtenderListener
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.feed.commands import COMMANDS_KEY, CommandServer, redis_client, send
 from dashboard.feed.owner import CacheOwner
-from dashboard.feed.reflector import Relisted, Watched
 from dashboard.feed.runner import (COMMAND_PERIOD, FEED_CHUNK, attach_extender,
                                    listen_for_scheduler, step)
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
+from tests.decoded_feed import synced_items, watched
 from extender_builders import BindRecorder, filter_args
 from listener_client import connect, post
 
@@ -29,8 +29,8 @@ def owner(redis_url):
     owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}, client=redis_client()))
     owner.binds = BindRecorder()
     attach_extender(owner, schedule_bind=owner.binds)
-    owner.feed.put(Relisted("nodes", [make_node("n1"), make_node("n2")], "1"))
-    owner.feed.put(Relisted("pods", [], "1"))
+    for item in synced_items([make_node("n1"), make_node("n2")], []):
+        owner.feed.put(item)
     owner.drain_feed()
     return owner
 
@@ -39,7 +39,7 @@ def test_a_queued_call_runs_before_the_feed_which_is_applied_in_chunks(owner):
     calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
     backlog = 3 * FEED_CHUNK
     for i in range(backlog):
-        owner.feed.put(Watched("pods", "ADDED", make_pod(f"p{i}", uid=f"uid-{i}"), str(i)))
+        owner.feed.put(watched("pods", "ADDED", make_pod(f"p{i}", uid=f"uid-{i}")))
     answers = []
     caller = threading.Thread(target=lambda: answers.append(calls.call("status", {}, 5)))
     caller.start()
@@ -88,7 +88,7 @@ def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):
     calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler")
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": NEVER}
     pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
-    owner.feed.put(Watched("pods", "ADDED", pod, "2"))     # pending, as the watch shows it
+    owner.feed.put(watched("pods", "ADDED", pod))     # pending, as the watch shows it
     served(lambda: step(owner, deadlines, None, calls=calls))
     listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=None).start()
     try:
