@@ -22,7 +22,7 @@ from dashboard.feed.changes import BIND_DEADLINE_CAUSE, CacheChanges
 from dashboard.feed.commands import STATUS_KEY, CommandServer
 from dashboard.feed.comparing import CompareFailed, CompareRequest, Comparer, newer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
-from dashboard.feed.handlers import CommandHandlers
+from dashboard.feed.handlers import CommandHandlers, command_cause
 from dashboard.feed.journal import OWNER_LEADING, Journal, utc
 from dashboard.feed.owner_metrics import OwnerMetrics
 from dashboard.feed.rows import ReadModelRows
@@ -168,16 +168,18 @@ class CacheOwner:
                                                  self.bind_deadline)
 
     # --- commands -------------------------------------------------------------------------------
-    def register(self, handlers: dict):
+    def register(self, handlers: dict, cause: str = None):
         """Serve more commands over Redis (see `caused`)."""
-        self.commands.handlers.update(self.caused(handlers))
+        self.commands.handlers.update(self.caused(handlers, cause))
 
-    def caused(self, handlers: dict) -> dict:
-        """The handlers, counted and timed (metrics); the causes of their changes are
-        stamped by the doors they call."""
+    def caused(self, handlers: dict, cause: str = None) -> dict:
+        """The handlers, counted and timed (metrics). The doors stamp the changes they
+        make; events a handler causes otherwise (the algorithm's snapshot in a filter)
+        carry `cause` (by default the actor's, see handlers.command_cause) and the actor."""
         def caused(op, handler):
             def run(args, actor):
                 self.stats["commands"] += 1
+                self.journal.stamp(cause or command_cause(actor), actor)
                 with self.metrics.timing(op):
                     return handler(args, actor)
             return run

@@ -23,7 +23,7 @@ from scheduling.registry import load_algorithm
 from dashboard import kube
 from dashboard.binding import bind_once
 from dashboard.extender.bindsender import BindSender
-from dashboard.extender.core import ACTOR as SCHEDULER, Extender
+from dashboard.extender.core import ACTOR as SCHEDULER, CAUSE, Extender
 from dashboard.extender.handlers import command_handlers, verb_handlers
 from dashboard.extender.listener import ExtenderListener, tls_context
 from dashboard.extender.owner_calls import OwnerCalls
@@ -138,8 +138,8 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     owner.cache.subscribe(extender.on_cache_event)
     owner.on_pods_listed = extender.restore
     owner.on_pod_deleted = extender.released
-    owner.register(command_handlers(extender))
-    owner.scheduler_verbs = owner.caused(verb_handlers(extender))
+    owner.register(command_handlers(extender), cause=CAUSE)
+    owner.scheduler_verbs = owner.caused(verb_handlers(extender), cause=CAUSE)
     # Every flush then tells the statuses page whether anything it shows moved.
     owner.status_parts.append(lambda: {"extender_statuses": extender.statuses.version})
     return extender
