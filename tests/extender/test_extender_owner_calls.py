@@ -17,7 +17,7 @@ from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
 from tests.decoded_feed import synced_items, watched
-from extender_builders import BindRecorder, filter_args
+from extender_builders import BindRecorder, bind_args, filter_args
 from listener_client import connect, post
 
 NEVER = float("inf")
@@ -117,3 +117,29 @@ def test_a_taken_address_is_logged_and_the_owner_goes_on(caplog):
         assert listener.url == f"http://{address}/extender"
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("bound, settled", [(True, "pod_binding_finished"),
+                                            (False, "pod_forgotten")])
+def test_the_extenders_changes_carry_its_cause_and_its_caller(owner, bound, settled):
+    """Through the owner's doors: the assumption a filter makes and the bind's outcome are
+    recorded with the cause "extender" and the caller the listener named."""
+    pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
+    owner.feed.put(watched("pods", "ADDED", pod))
+    owner.drain_feed()
+    owner.journal.take()
+    verbs, caller = owner.scheduler_verbs, "CN=kube-scheduler"
+    result = verbs["extender_filter"](filter_args(pod, [make_node("n1"), make_node("n2")]),
+                                      caller)
+    [node] = result["NodeNames"]
+    plan = verbs["extender_bind"](bind_args(pod, node), caller)
+    assert plan.pod == ("uid-web", pod["metadata"]["namespace"], "web", node)
+    verbs["extender_bind_outcome"]({"uid": "uid-web", "node": node, "bound": bound,
+                                    "reason": "" if bound else "refused (test)"}, caller)
+    events, _, batch = owner.journal.take()
+    assert [(e.kind, cause, actor) for e, cause, actor, _ in events
+            if e.kind != "snapshot_updated"] == [("pod_assumed", "extender", caller),
+                                                 (settled, "extender", caller)]
+    # what the algorithm's snapshot in the filter emitted: the call's too
+    assert {(cause, actor) for e, cause, actor, _ in events} == {("extender", caller)}
+    assert batch.audits == []        # kube-scheduler's acts are its own to log
