@@ -18,9 +18,9 @@ import orjson
 from schedcache import Cache, Snapshot
 
 from dashboard.feed.apply import FeedApplier
-from dashboard.feed.changes import BIND_DEADLINE_CAUSE, CacheChanges
+from dashboard.feed.changes import CacheChanges
 from dashboard.feed.commands import STATUS_KEY, CommandServer
-from dashboard.feed.comparing import CompareFailed, CompareRequest, Comparer, newer
+from dashboard.feed.comparing import CompareFailed, CompareRequest, Comparer
 from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.feed.handlers import CommandHandlers, command_cause
 from dashboard.feed.journal import OWNER_LEADING, Journal, utc
@@ -29,8 +29,8 @@ from dashboard.feed.rows import ReadModelRows
 from dashboard.feed.status import owner_status
 from dashboard.redis_outage import RedisBackoff
 
-__all__ = ["BIND_DEADLINE_CAUSE", "CacheOwner", "CompareFailed", "CompareRequest",
-           "OWNER_LEADING", "SEQ_KEY", "STATUS_KEY", "STATUS_TTL", "newer"]
+# OWNER_LEADING and STATUS_KEY are read here by the web (the history, the status).
+__all__ = ["CacheOwner", "OWNER_LEADING", "SEQ_KEY", "STATUS_KEY", "STATUS_TTL"]
 
 STATUS_TTL = 10                          # seconds: no status means no live owner
 SEQ_KEY = "schedview:owner:seq"          # the last sequence number published
@@ -87,42 +87,6 @@ class CacheOwner:
     @property
     def latest_report(self):
         return self.comparer.latest_report
-
-    @property
-    def lister(self):
-        return self.comparer.lister
-
-    @lister.setter
-    def lister(self, lister):
-        """() -> CompareRequest, from the API server (the comparer's lists)."""
-        self.comparer.lister = lister
-
-    @property
-    def on_drift(self):
-        return self.comparer.on_drift
-
-    @on_drift.setter
-    def on_drift(self, on_drift):
-        """Called when a comparison finds drift: relist to heal."""
-        self.comparer.on_drift = on_drift
-
-    @property
-    def on_pods_listed(self):
-        return self.applier.on_pods_listed
-
-    @on_pods_listed.setter
-    def on_pods_listed(self, hook):
-        """Called with the annotated pods of every full pod list (the extender restores)."""
-        self.applier.on_pods_listed = hook
-
-    @property
-    def on_pod_deleted(self):
-        return self.applier.on_pod_deleted
-
-    @on_pod_deleted.setter
-    def on_pod_deleted(self, hook):
-        """Called with the uid of every pod deleted or terminated."""
-        self.applier.on_pod_deleted = hook
 
     def known_pod(self, uid):
         """(namespace, name) of a pod the watch has shown (pending or cached), else None."""

@@ -136,8 +136,8 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     # can say why a pod does not fit; the interface of the seeds does not require it).
     owner.fit_reason = getattr(algorithm, "fit_reason", None)
     owner.cache.subscribe(extender.on_cache_event)
-    owner.on_pods_listed = extender.restore
-    owner.on_pod_deleted = extender.released
+    owner.applier.on_pods_listed = extender.restore
+    owner.applier.on_pod_deleted = extender.released
     owner.register(command_handlers(extender), cause=CAUSE)
     owner.scheduler_verbs = owner.caused(verb_handlers(extender), cause=CAUSE)
     # Every flush then tells the statuses page whether anything it shows moved.
@@ -251,8 +251,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()
     reflectors = decoder.reflectors
-    owner.on_drift = lambda: [r.request_relist() for r in reflectors]
-    owner.lister = lambda: list_for_comparison(decoder, stop)
+    owner.comparer.on_drift = lambda: [r.request_relist() for r in reflectors]
+    owner.comparer.lister = lambda: list_for_comparison(decoder, stop)
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
     frozen = False

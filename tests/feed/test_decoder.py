@@ -159,7 +159,7 @@ def test_a_relist_request_reaches_the_decoder(sim, decoded):
     owner, decoder = decoded()
     synced(owner, sim)
     lists = []
-    owner.on_pods_listed = lists.append
+    owner.applier.on_pods_listed = lists.append
     decoder.views["pods"].request_relist()
     apply_until(owner, lambda: lists, "the second pod list")
     assert decoder.views["pods"].wait_for(lambda v: v.stats.get("lists") == 2, WAIT)
@@ -257,7 +257,7 @@ def test_records_reach_the_cache_paged_and_watched():
              ("DELETED", broken), ("ADDED", pod("new", "n2"))]
     owner = CacheOwner(Cache(ttl=30))
     restored = []
-    owner.on_pods_listed = restored.extend
+    owner.applier.on_pods_listed = restored.extend
     records = [digest_pod(p, (BIND_INFO,)) for p in listed]
     ghost = pod("ghost", "n1")    # in a list that restarted: the restart does not list it
     for item in (DecodedPage("nodes", nodes, True), DecodedList("nodes", "5"),

@@ -9,7 +9,8 @@ from simcluster.generate import make_node, make_pod
 from tests.decoded_feed import synced_items, watched
 
 from dashboard.feed.commands import CommandError, CommandServer
-from dashboard.feed.owner import CacheOwner, CompareRequest
+from dashboard.feed.comparing import CompareRequest
+from dashboard.feed.owner import CacheOwner
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
 
@@ -208,7 +209,7 @@ def test_a_comparison_is_recorded(owner, writer):
 
 def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
     relists = []
-    owner.on_drift = lambda: relists.append(True)
+    owner.comparer.on_drift = lambda: relists.append(True)
     a = pod("a", "n1")
     synced(owner, nodes("n1"), [a])
     feed(owner, CompareRequest(nodes("n1"), [a], "30"))

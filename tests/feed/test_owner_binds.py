@@ -6,7 +6,9 @@ import pytest
 from schedcache import Cache
 
 from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import BIND_DEADLINE_CAUSE, CacheOwner, CompareFailed, CompareRequest
+from dashboard.feed.changes import BIND_DEADLINE_CAUSE
+from dashboard.feed.comparing import CompareFailed, CompareRequest
+from dashboard.feed.owner import CacheOwner
 from dashboard.models import AuditAction, ComparerRun, PodRecord, Transition
 
 from tests.decoded_feed import watched
