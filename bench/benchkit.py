@@ -1,5 +1,6 @@
 """What the benchmarks share: printing a figure, a simulated cluster in its own process,
-and an owner synced from it over HTTP (reflectors in threads, as in `manage.py watch`).
+and an owner synced from it over HTTP (reflectors in a decoder process, as in `manage.py
+watch`).
 
 Django-free at import, so the cache benchmark can use `line` without settings."""
 import contextlib
@@ -78,24 +79,17 @@ def drain_until(owner, done, timeout=600):
             raise TimeoutError("the owner did not finish in time")
 
 
-def sync(owner, kubeconfig, decoded=False):
-    """Start reflectors for nodes and pods into `owner`, apply until synced, then settle
-    the heap as the owner process does. Returns the event that stops the reflectors, the
-    seconds each part took and the decoder process: (stop, syncing, settling, decoder or
-    None). `decoded`: the reflectors run in a decoder process, as in `manage.py watch`;
-    else in threads here."""
+def sync(owner, kubeconfig):
+    """Start a decoder process (the reflectors for nodes and pods) into `owner`, as in
+    `manage.py watch`, apply until synced, then settle the heap as the owner process
+    does. Returns the event that stops the decoder, the seconds each part took and the
+    decoder process: (stop, syncing, settling, decoder)."""
     from dashboard.feed.decoder import DecoderProcess
-    from dashboard.feed.reflector import Reflector
     from dashboard.feed.runner import settle_heap
     stop = threading.Event()
     started = time.perf_counter()
-    decoder = None
-    if decoded:
-        decoder = DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),
-                                 stop=stop).start()
-    else:
-        for kind in ("nodes", "pods"):
-            Reflector(core_api(kubeconfig), kind, owner.feed.put, stop=stop).start()
+    decoder = DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),
+                             stop=stop).start()
     drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
     synced = time.perf_counter()
     settle_heap()

@@ -103,7 +103,9 @@ def run(args, kubeconfig):
             posting.remove(entry)
     stop, _, _, _ = sync(owner, kubeconfig)
     names = owner.cache.node_names()
-    pending = list(owner.pending.values())
+    # What kube-scheduler sends: the pending pods as the API server's JSON.
+    pending = orjson.loads(core_api(kubeconfig).list_pod_for_all_namespaces(
+        field_selector="spec.nodeName=", _preload_content=False).data)["items"]
     print(f"{len(names)} nodes, {owner.cache.pod_count()} bound pods, {len(pending)} pending")
     latencies, cpu_times, placed = [], [], []
     start = time.perf_counter()

@@ -1,12 +1,11 @@
 """The live feed's figures: sync time, watch events applied per second, change-to-publish delay.
 
-    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000] [--in-process]
+    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000]
 
 The simulated cluster runs in its own process (`python -m simcluster serve`), the
 owner here and the reflectors in a decoder process, as in `manage.py watch` (the
-decoder reads HTTP, parses and digests pods; the owner thread applies them);
-`--in-process` runs the reflectors as threads of this process instead. The database writer and the channel layer are left
-out: they run beside the owner and do not hold it up (the writer is a thread with a
+decoder reads HTTP, parses and digests pods; the owner thread applies them). The
+database writer and the channel layer are left out: they run beside the owner and do not hold it up (the writer is a thread with a
 bounded queue; publishing is one message per 100 ms), so the figures are the cache's.
 
 1. fresh start to a synced cache: list nodes and pods (paged, raw JSON), apply all;
@@ -42,7 +41,6 @@ from bind_bench import cpu_seconds  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from dashboard.feed.decoder import DecoderProcess  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
-from dashboard.feed.reflector import Reflector  # noqa: E402
 from dashboard.feed.runner import list_for_comparison, tune_gc  # noqa: E402
 
 
@@ -57,10 +55,10 @@ class Recorder:
         self.seen.extend((now, e) for e in events)
 
 
-def bench_sync(kubeconfig, decoded):
+def bench_sync(kubeconfig):
     owner = CacheOwner(Cache(ttl=30))
     cpu = time.process_time()
-    stop, seconds, settling, decoder = sync(owner, kubeconfig, decoded)
+    stop, seconds, settling, decoder = sync(owner, kubeconfig)
     cpu = time.process_time() - cpu - settling
     print(f"fresh start to a synced cache ({owner.cache.node_count()} nodes, "
           f"{owner.cache.pod_count()} bound pods, {len(owner.pending)} pending)")
@@ -89,27 +87,23 @@ def bench_comparison(owner, decoder):
          f"{(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024:>10.0f} MB")
 
 
-def bench_watch_rate(kubeconfig, pods, decoded):
+def bench_watch_rate(kubeconfig, pods):
     """`pods`: how many the cluster holds; timing stops when the last one is applied."""
     owner = CacheOwner(Cache(ttl=30))
-    if decoded:   # resume from "0": the watch first, no list
-        feed = DecoderProcess(owner.feed.put, functools.partial(api, str(kubeconfig)),
-                              kinds=("pods",), resume_from={"pods": "0"},
-                              options={"watch_timeout": 120})
-        begin = feed.start
-        alive = lambda: feed.process.is_alive()  # noqa: E731
-    else:
-        feed = Reflector(api(kubeconfig), "pods", owner.feed.put, watch_timeout=120)
-        feed.resource_version = "0"          # synthetic ADDED for every pod
-        thread = threading.Thread(target=feed.watch_once, daemon=True)
-        begin, alive = thread.start, thread.is_alive
-    begin()
+    # resume from "0": the watch first, no list (synthetic ADDED for every pod)
+    feed = DecoderProcess(owner.feed.put, functools.partial(api, str(kubeconfig)),
+                          kinds=("pods",), resume_from={"pods": "0"},
+                          options={"watch_timeout": 120})
+    feed.start()
+
+    def alive():
+        return feed.process.is_alive()
     # The clock starts at the first event applied: starting the decoder process (imports,
     # connecting) is a restart's cost, not the watch's pace.
     while not (first := owner.drain_feed(limit=20000)) and alive():
         time.sleep(0.001)
     start, cpu = time.perf_counter(), time.process_time()
-    decoder_cpu = cpu_seconds(feed.process.pid) if decoded else None
+    decoder_cpu = cpu_seconds(feed.process.pid)
     total = [0]
 
     def applied_all():
@@ -118,16 +112,13 @@ def bench_watch_rate(kubeconfig, pods, decoded):
     while not applied_all():
         time.sleep(0.001)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    if decoded:
-        decoder_cpu = cpu_seconds(feed.process.pid) - decoder_cpu
+    decoder_cpu = cpu_seconds(feed.process.pid) - decoder_cpu
     feed.stop()
     print("watch events applied to the cache, over HTTP")
     line(f"{total[0]} synthetic ADDED events (watch from resourceVersion 0; "
          f"clock from the first {first} applied)", f"{total[0] / seconds:>10,.0f} /s")
     line("  CPU of this process (the owner's) per event", f"{cpu / total[0] * 1e6:>10.1f} us")
-    if decoder_cpu is not None:
-        line("  CPU of the decoder process per event",
-             f"{decoder_cpu / total[0] * 1e6:>10.1f} us")
+    line("  CPU of the decoder process per event", f"{decoder_cpu / total[0] * 1e6:>10.1f} us")
 
 
 def bench_publish_delay(kubeconfig, owner, tag, label, count=200):
@@ -171,19 +162,15 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
-    parser.add_argument("--in-process", action="store_true",
-                        help="reflectors as threads of the owner's process (no decoder)")
     args = parser.parse_args()
-    decoded = not args.in_process
     tune_gc()
     started = time.perf_counter()
     with served_cluster(args.nodes, args.pods, "--bookmark-interval", "5",
                         "--history", "200000") as (url, kubeconfig):
         print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
               f"{time.perf_counter() - started:.0f} s")
-        owner, stop, decoder = bench_sync(kubeconfig, decoded)
-        if decoder is not None:
-            bench_comparison(owner, decoder)
+        owner, stop, decoder = bench_sync(kubeconfig)
+        bench_comparison(owner, decoder)
         bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
                             "backlog being written)")
         bench_publish_delay(kubeconfig, owner, "steady", "steady state")
@@ -191,7 +178,7 @@ def main():
         del owner
         gc.unfreeze()   # release the first owner's heap before the next phase
         gc.collect()
-        bench_watch_rate(kubeconfig, cluster_pods(url), decoded)
+        bench_watch_rate(kubeconfig, cluster_pods(url))
 
 
 if __name__ == "__main__":

@@ -28,9 +28,10 @@ from prometheus_client import REGISTRY  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from simcluster.generate import generate_cluster  # noqa: E402
 
+from dashboard.extender.statuses import BIND_INFO_ANNOTATION  # noqa: E402
 from dashboard.feed.commands import CommandServer  # noqa: E402
+from dashboard.feed.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
 from dashboard.feed.owner import CacheOwner  # noqa: E402
-from dashboard.feed.reflector import Relisted  # noqa: E402
 from dashboard.probes import ProbeServer  # noqa: E402
 
 
@@ -38,8 +39,11 @@ def synced_owner(nodes: int, pods: int) -> CacheOwner:
     started = time.perf_counter()
     cluster = generate_cluster(nodes=nodes, pods=pods, zones=5, seed=1)
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}))
-    owner.apply(Relisted("nodes", cluster.nodes, "1"))
-    owner.apply(Relisted("pods", cluster.pods, "1"))
+    # listed as the decoder process hands a list over: digested records, one page
+    records = [digest_pod(p, (BIND_INFO_ANNOTATION,)) for p in cluster.pods]
+    for item in (DecodedPage("nodes", cluster.nodes, True), DecodedList("nodes", "1"),
+                 DecodedPage("pods", records, True), DecodedList("pods", "1")):
+        owner.apply(item)
     owner.take_snapshot()
     owner.flush()
     line(f"owner synced with {owner.cache.node_count()} nodes, {owner.cache.pod_count()} "

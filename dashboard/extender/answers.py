@@ -20,7 +20,6 @@ from wire.commands import CommandError
 
 log = logging.getLogger(__name__)
 
-ACTOR = "kube-scheduler"
 # kube-scheduler's verbs (the last part of the path) -> the owner's ops.
 VERB_OPS = {"filter": "extender_filter", "bind": "extender_bind",
             "preempt": "extender_preempt"}

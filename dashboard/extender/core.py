@@ -56,6 +56,12 @@ NodeNameToVictims); the answer names only that node (kube-scheduler preempts whe
 told: 03c), or no node when preemption cannot help, the reasons then logged and kept as
 the pod's Waiting status.
 
+The extender changes the cache only through the owner's doors (`changes`, a
+dashboard.feed.changes.CacheChanges): its assumptions, the bind outcomes and the
+forgetting of a refused or void placement are stamped with the cause "extender" and
+the caller (kube-scheduler, as the listener names it), and a restored placement
+with the cause "relist".
+
 The owner calls `on_cache_event` for every cache event (or `confirmed`,
 `released` itself): a confirmed pod becomes Bound; a forgotten, expired or
 removed pod's status is dropped, so its next filter schedules it again.
@@ -69,12 +75,16 @@ from typing import Callable, Optional
 
 from schedcache.errors import CacheError
 
+from dashboard.feed.changes import CacheChanges
+
 from .statuses import (ALLOCATED, BINDING, BOUND, PREEMPTING, UNKNOWN, PodScheduleStatuses,
                        TransitionError, Victim, reason_counts)
 
 log = logging.getLogger(__name__)
 
 FORCE_BIND_AFTER = 3
+ACTOR = "kube-scheduler"       # who calls the verbs, unless the listener names the caller
+CAUSE = "extender"             # the cause of the changes the verbs make
 
 NO_REASON = "the scheduler algorithm found no room for the pod on this node"
 
@@ -267,16 +277,18 @@ class Extender:
     binds on its own, with nobody waiting (the owner passes a BindSender, which
     publishes to the Celery batched bind path from its own thread); it must not block.
     known_pod(uid) -> (namespace, name) of a pod the owner's watch has shown (pending
-    or cached), or None.
+    or cached), or None. `changes`: the owner's doors, the extender's only way to change
+    the cache (it reads `cache`).
     """
 
     def __init__(self, cache, algorithm, statuses: PodScheduleStatuses,
                  schedule_bind: Callable[[str, str, str, str], object], *,
-                 known_pod: Callable[[str], Optional[tuple]],
+                 known_pod: Callable[[str], Optional[tuple]], changes: CacheChanges,
                  force_bind_after: int = FORCE_BIND_AFTER):
         if force_bind_after < 1:
             raise ValueError("force_bind_after must be at least 1")
         self.cache = cache
+        self.changes = changes
         self.algorithm = algorithm
         self.statuses = statuses
         self.schedule_bind = schedule_bind
@@ -288,15 +300,16 @@ class Extender:
                       "platform_errors": 0, "binds_refused": 0}
 
     # --- filter -----------------------------------------------------------------------------
-    def filter(self, args: dict) -> dict:
-        """ExtenderArgs -> ExtenderFilterResult. Raises ExtenderUserError for a bad request."""
+    def filter(self, args: dict, actor: str = ACTOR) -> dict:
+        """ExtenderArgs -> ExtenderFilterResult. Raises ExtenderUserError for a bad request.
+        `actor`: the caller, recorded with the changes the call makes."""
         pod, uid, namespace, name = _pod_identity(args, "filter")
         candidates = _candidates(args, self._last_names)
         self._check_known(uid, namespace, name)
         self.stats["filter"] += 1
         self._flush_released()
         try:
-            return self._filter(pod, uid, namespace, name, candidates)
+            return self._filter(pod, uid, namespace, name, candidates, actor)
         except Exception as exc:   # a platform error: kube-scheduler reads it in Error
             self.stats["platform_errors"] += 1
             log.exception("extender filter of pod %s/%s (%s) failed", namespace, name, uid)
@@ -304,7 +317,7 @@ class Extender:
                                              f"{namespace}/{name} failed: "
                                              f"{type(exc).__name__}: {exc}")
 
-    def _filter(self, pod, uid, namespace, name, candidates):
+    def _filter(self, pod, uid, namespace, name, candidates, actor):
         status = self.statuses.get(uid)
         if status is not None and status.state == BOUND:
             return self._placed_result(candidates, status.node, "bound")
@@ -313,7 +326,7 @@ class Extender:
                 return self._filter_binding(status, candidates)
             log.warning("pod %s/%s (%s) was placed on node %s, which left the cache: "
                         "scheduling it again", namespace, name, uid, status.node)
-            self._void_placement(status)
+            self._void_placement(status, actor)
         if status is None and self.cache.pod_info(uid) is not None:
             if self.cache.is_assumed_pod(_ref(uid)):
                 return self._adopt(uid, namespace, name, candidates)
@@ -323,7 +336,7 @@ class Extender:
         kind = result.kind
         if kind == "bind":
             return self._filter_bind(pod, uid, namespace, name, result.bind_info.node,
-                                     candidates)
+                                     candidates, actor)
         if kind == "preempt":
             return self._filter_preempt(uid, namespace, name, result.preempt_info, candidates)
         reasons = dict(result.wait_info.failed_node_reasons) if result.wait_info else {}
@@ -337,11 +350,12 @@ class Extender:
         if self.statuses.state(uid) == UNKNOWN:
             self.statuses.wait(uid, namespace, name, {})
 
-    def _filter_bind(self, pod, uid, namespace, name, node, candidates):
+    def _filter_bind(self, pod, uid, namespace, name, node, candidates, actor):
         if self.statuses.state(uid) != UNKNOWN:
             self.statuses.check(uid, BINDING)   # before the cache is touched
         placed = _placed(pod, node)
-        self.cache.assume_pod(placed)           # CacheError -> platform error, nothing changed
+        # CacheError -> platform error, nothing changed
+        self.changes.assume(placed, CAUSE, actor)
         self.algorithm.add_allocated_pod(placed)
         self._enter(uid, namespace, name)
         status = self.statuses.binding(uid, namespace, name, node=node, pod=placed)
@@ -429,13 +443,13 @@ class Extender:
         return BindPlan(pod=(uid, status.namespace, status.name, node))
 
     def bind_outcome(self, uid: str, node: str, bound: bool, reason: str = "",
-                     now: float = None) -> dict:
+                     now: float = None, actor: str = ACTOR) -> dict:
         """The Binding `bind` planned was posted: settle the cache -> ExtenderBindingResult."""
         assumed_here = (self.cache.is_assumed_pod(_ref(uid))
                         and self.cache.pod_info(uid).node_name == node)
         if bound:
             if assumed_here:
-                self.cache.finish_binding(_ref(uid, node), now=now)
+                self.changes.finish_binding(uid, CAUSE, actor, now=now)
             return binding_result()
         self.stats["binds_refused"] += 1
         status = self.statuses.get(uid)
@@ -443,7 +457,7 @@ class Extender:
         log.warning("binding pod %s to node %s failed: %s; the extender forgets it",
                     label, node, reason)
         if assumed_here:
-            self.cache.forget_pod(_ref(uid, node))      # emits pod_forgotten -> released
+            self.changes.forget(uid, node, CAUSE, actor)     # emits pod_forgotten -> released
         else:
             self.released(uid)
         return binding_result(f"schedview extender: binding pod {label} to node {node} "
@@ -566,7 +580,8 @@ class Extender:
             placed = self.statuses.get(uid).pod
             if self.cache.pod_state(_ref(uid)) is None:
                 try:
-                    self.cache.assume_pod(placed)
+                    # restored when a pod list ends: recorded as the relist's
+                    self.changes.assume(placed, "relist", "")
                 except CacheError as exc:
                     log.warning("could not assume restored pod %s: %s", uid, exc)
             self.algorithm.add_allocated_pod(placed)
@@ -595,9 +610,9 @@ class Extender:
         info = self.cache.pod_info(uid)
         return info is not None and info.node_name == node
 
-    def _void_placement(self, status):
+    def _void_placement(self, status, actor):
         if self.cache.is_assumed_pod(_ref(status.uid)):
-            self.cache.forget_pod(_ref(status.uid, status.node))   # emits pod_forgotten
+            self.changes.forget(status.uid, status.node, CAUSE, actor)   # emits pod_forgotten
         self.released(status.uid)
 
     def _flush_released(self):
@@ -611,5 +626,5 @@ class Extender:
                 log.exception("algorithm.delete_allocated_pod failed")
 
 
-__all__ = ["BindPlan", "Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "TransitionError",
+__all__ = ["ACTOR", "BindPlan", "Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "TransitionError",
            "binding_result", "filter_result", "preemption_result"]

@@ -19,10 +19,12 @@ OPS = ("extender_status", "extender_statuses")
 MAX_LIMIT = 1000
 
 
-def _guarded(call):
+def _guarded(call, with_actor=False):
+    """A handler(args, actor) of `call(args)`, or of `call(args, actor)` `with_actor` (a
+    verb that changes the cache records its caller)."""
     def handler(args, actor):
         try:
-            return call(args)
+            return call(args, actor) if with_actor else call(args)
         except ExtenderUserError as exc:
             raise CommandError(400, str(exc)) from None
         except TransitionError as exc:
@@ -75,10 +77,11 @@ def command_handlers(extender: Extender) -> dict:
 
 def verb_handlers(extender: Extender) -> dict:
     """kube-scheduler's verbs; `extender_bind_outcome` settles the Binding a bind planned."""
-    def bind_outcome(args):
-        return extender.bind_outcome(args["uid"], args["node"], args["bound"], args["reason"])
+    def bind_outcome(args, actor):
+        return extender.bind_outcome(args["uid"], args["node"], args["bound"], args["reason"],
+                                     actor=actor)
 
-    return {"extender_filter": _guarded(extender.filter),
+    return {"extender_filter": _guarded(extender.filter, with_actor=True),
             "extender_bind": _guarded(extender.bind),
-            "extender_bind_outcome": _guarded(bind_outcome),
+            "extender_bind_outcome": _guarded(bind_outcome, with_actor=True),
             "extender_preempt": _guarded(extender.preempt)}

@@ -23,8 +23,6 @@ from prometheus_client.registry import Collector
 
 BIND_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 COMMAND_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5)
-_BOUND = ("pod_binding_finished", "pod_confirmed")   # whichever comes first: the bind went through
-_UNBOUND = ("pod_forgotten", "pod_expired", "pod_removed")
 
 
 class OwnerMetrics(Collector):
@@ -32,7 +30,6 @@ class OwnerMetrics(Collector):
         self._status = {}
         self._transitions = {}          # (kind, cause) -> count since the owner started
         self._comparisons = {"clean": 0, "drift": 0}
-        self._assumed_at = {}           # uid -> when it was assumed, until its bind settles
         # Not in any registry of their own: collect() yields them with the rest.
         self.bind_seconds = Histogram(
             "schedview_bind_duration_seconds",
@@ -47,21 +44,16 @@ class OwnerMetrics(Collector):
         self._command_children = {}
 
     # --- the owner's thread -------------------------------------------------------------------
-    def record_flush(self, events, status: dict, comparer_runs=()):
-        """A flush's (event, cause, actor, at) tuples, the status it published, and the
-        comparisons it recorded."""
+    def record_flush(self, events, status: dict, comparer_runs=(), bind_seconds=()):
+        """A flush's (event, cause, actor, at) tuples, the status it published, the
+        comparisons it recorded, and the durations of the binds that went through (timed
+        by the owner's record of assumptions, feed/assumptions.py)."""
         counts = dict(self._transitions)
-        for event, cause, _actor, at in events:
+        for event, cause, _actor, _at in events:
             key = (event.kind, cause)
             counts[key] = counts.get(key, 0) + 1
-            if event.kind == "pod_assumed":
-                self._assumed_at[event.key] = at
-            elif event.kind in _BOUND:
-                assumed = self._assumed_at.pop(event.key, None)
-                if assumed is not None:
-                    self.bind_seconds.observe(max(0.0, at - assumed))
-            elif event.kind in _UNBOUND:
-                self._assumed_at.pop(event.key, None)
+        for seconds in bind_seconds:
+            self.bind_seconds.observe(seconds)
         if comparer_runs:
             comparisons = dict(self._comparisons)
             for run in comparer_runs:

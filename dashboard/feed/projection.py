@@ -5,7 +5,6 @@ deletes them in one transaction per batch. Database latency therefore never
 stalls the cache's one writer; a slow database only makes the bounded queue
 push back.
 """
-from dataclasses import dataclass, field
 import logging
 import queue
 import threading
@@ -16,6 +15,7 @@ import orjson
 import psycopg
 from redis.backoff import ExponentialWithJitterBackoff
 
+from dashboard.feed.batch import Batch
 from dashboard.models import (AuditAction, ComparerRun, NodeRecord, PodRecord, SnapshotSample,
                               Transition)
 
@@ -33,35 +33,6 @@ TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "f
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
 ATTEMPTS = 4           # tries of a batch that fails for another reason than an outage
-
-
-@dataclass
-class Batch:
-    pods: dict = field(default_factory=dict)        # uid -> row dict, or None to delete
-    nodes: dict = field(default_factory=dict)       # name -> row dict, or None to delete
-    transitions: list = field(default_factory=list)
-    samples: list = field(default_factory=list)
-    comparer_runs: list = field(default_factory=list)
-    audits: list = field(default_factory=list)      # AuditAction rows of the owner's own acts
-    prune_epoch: int = None  # delete rows written by any other owner (after a full sync)
-
-    def __bool__(self):
-        return bool(self.pods or self.nodes or self.transitions or self.samples
-                    or self.comparer_runs or self.audits or self.prune_epoch is not None)
-
-    def rows(self) -> int:
-        return len(self.pods) + len(self.nodes) + len(self.transitions)
-
-    def absorb(self, later: "Batch"):
-        """Take in the batch that came after this one: its rows win, its lists follow."""
-        self.pods.update(later.pods)
-        self.nodes.update(later.nodes)
-        self.transitions.extend(later.transitions)
-        self.samples.extend(later.samples)
-        self.comparer_runs.extend(later.comparer_runs)
-        self.audits.extend(later.audits)
-        if later.prune_epoch is not None:
-            self.prune_epoch = later.prune_epoch
 
 
 def _chunks(items):

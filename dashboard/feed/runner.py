@@ -22,9 +22,8 @@ from scheduling.registry import load_algorithm
 
 from dashboard import kube
 from dashboard.binding import bind_once
-from dashboard.extender.answers import ACTOR as SCHEDULER
 from dashboard.extender.bindsender import BindSender
-from dashboard.extender.core import Extender
+from dashboard.extender.core import ACTOR as SCHEDULER, CAUSE, Extender
 from dashboard.extender.handlers import command_handlers, verb_handlers
 from dashboard.extender.listener import ExtenderListener
 from dashboard.extender.listener_tls import ExtenderTLS
@@ -32,7 +31,8 @@ from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.decoder import DecoderProcess
-from dashboard.feed.owner import CacheOwner, CompareRequest, newer
+from dashboard.feed.comparing import CompareRequest, newer
+from dashboard.feed.owner import CacheOwner
 from dashboard.feed.projection import ProjectionWriter
 from dashboard.feed.publisher import Publisher
 from dashboard.models import Transition
@@ -132,15 +132,16 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     owner's listener only."""
     algorithm = load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache)
     extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
-                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod)
+                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod,
+                        changes=owner.changes)
     # An operator's or a tool's assume is checked by the same filters (when the algorithm
     # can say why a pod does not fit; the SchedulerAlgorithm interface does not require it).
     owner.fit_reason = getattr(algorithm, "fit_reason", None)
     owner.cache.subscribe(extender.on_cache_event)
-    owner.on_pods_listed = extender.restore
-    owner.on_pod_deleted = extender.released
-    owner.register(command_handlers(extender), cause="extender")
-    owner.scheduler_verbs = owner.caused(verb_handlers(extender), cause="extender")
+    owner.applier.on_pods_listed = extender.restore
+    owner.applier.on_pod_deleted = extender.released
+    owner.register(command_handlers(extender), cause=CAUSE)
+    owner.scheduler_verbs = owner.caused(verb_handlers(extender), cause=CAUSE)
     # Every flush then tells the statuses page whether anything it shows moved.
     owner.status_parts.append(lambda: {"extender_statuses": extender.statuses.version})
     return extender
@@ -252,8 +253,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,)).start()
     reflectors = decoder.reflectors
-    owner.on_drift = lambda: [r.request_relist() for r in reflectors]
-    owner.lister = lambda: list_for_comparison(decoder, stop)
+    owner.comparer.on_drift = lambda: [r.request_relist() for r in reflectors]
+    owner.comparer.lister = lambda: list_for_comparison(decoder, stop)
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
     frozen = False

@@ -4,10 +4,10 @@ from datetime import datetime, timezone
 import threading
 
 from dashboard.feed.projection import ProjectionWriter
-from dashboard.feed.reflector import Relisted
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.feed.runner import build_owner, step
 from dashboard.models import NodeRecord, PodRecord, Transition
+from tests.decoded_feed import synced_items
 from wire.keys import OWNER_COMMANDS, OWNER_REPLY_PREFIX
 
 AT = datetime(2026, 11, 22, 11, 0, tzinfo=timezone.utc)
@@ -63,13 +63,13 @@ def clear_commands(client):
 class OwnerThread:
     """The cache owner as `manage.py watch` builds it (cache, commands over Redis, writer,
     publisher, extender), its own loop step run in a thread; the cluster is handed to it as
-    a reflector would (Relisted items), so no API server is needed."""
+    the decoder process would (decoded lists), so no API server is needed."""
 
     def __init__(self, redis, nodes, pods):
         self.writer = ProjectionWriter().start()
         self.owner = build_owner(redis, self.writer)
-        self.owner.feed.put(Relisted("nodes", nodes, "1"))
-        self.owner.feed.put(Relisted("pods", pods, "1"))
+        for item in synced_items(nodes, pods):
+            self.owner.feed.put(item)
         # kube-scheduler's verbs, as the owner's listener hands them to the loop
         self.calls = OwnerCalls(self.owner.scheduler_verbs, "kube-scheduler")
         self.stop = threading.Event()

@@ -8,6 +8,8 @@ from dashboard.binding import FINISH
 from dashboard.extender import Extender, PodScheduleStatuses
 from dashboard.extender.answers import answer
 from dashboard.extender.handlers import verb_handlers
+from dashboard.feed.changes import CacheChanges
+from dashboard.feed.journal import Journal
 from schedcache import Cache
 from scheduling import DefaultAlgorithm
 from simcluster.generate import make_node, make_pod
@@ -35,8 +37,11 @@ class World:
         self.statuses = PodScheduleStatuses()
         self.binds = BindRecorder()
         self.known = {}   # uid -> (namespace, name): the pods "the watch has shown"
+        # the owner's doors, with the journal that stamps their events
+        self.journal = Journal(self.cache, clock=lambda: 0.0)
         self.extender = Extender(self.cache, self.algorithm, self.statuses, self.binds,
-                                 known_pod=self.known.get)
+                                 known_pod=self.known.get,
+                                 changes=CacheChanges(self.cache, self.journal))
         self.cache.subscribe(self.extender.on_cache_event)   # what the owner does
         self.nodes = {}
         self._n = 0

@@ -4,6 +4,7 @@ three schedule states: for the statuses page and REST tests.
     from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture)
 """
 import pytest
+from django.test import override_settings
 
 from dashboard.owner_client import send
 from simcluster.generate import make_node, make_pod
@@ -41,7 +42,11 @@ def scheduled(redis_url, transactional_db, settings):
             "vip": make_pod("vip", namespace=NAMESPACE, uid="uid-vip",
                             requests={"cpu": "2"}, priority=100)}
     giant = make_pod("giant", namespace=NAMESPACE, uid="uid-giant", requests={"cpu": "99"})
-    with OwnerThread(client, nodes, [low, *pods.values(), giant]) as owner:
+    # `placed` stays Binding however long a test takes: the bind deadline (60 s) would
+    # forget it in a slow sweep on a busy machine.
+    with override_settings(SCHEDVIEW_BIND_DEADLINE=3600):
+        owner_thread = OwnerThread(client, nodes, [low, *pods.values(), giant])
+    with owner_thread as owner:
         wait_for(lambda: send("status", timeout=5)["synced"], 30, "the owner")
         for pod in pods.values():
             filter_call(owner, pod)

@@ -12,7 +12,6 @@ from dashboard.extender.listener import ExtenderListener
 from dashboard.extender.owner_calls import OwnerCalls
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
-from dashboard.feed.reflector import Relisted, Watched
 from dashboard.feed.runner import (COMMAND_PERIOD, FEED_CHUNK, attach_extender,
                                    listen_for_scheduler, step)
 from dashboard.owner_client import send
@@ -21,7 +20,8 @@ from simcluster.generate import make_node, make_pod
 from wire.clients import redis_client
 from wire.keys import OWNER_COMMANDS
 
-from extender_builders import BindRecorder, filter_args
+from tests.decoded_feed import synced_items, watched
+from extender_builders import BindRecorder, bind_args, filter_args
 from listener_client import connect, post
 
 NEVER = float("inf")
@@ -33,8 +33,8 @@ def owner(redis_url):
     owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}))
     owner.binds = BindRecorder()
     attach_extender(owner, schedule_bind=owner.binds)
-    owner.feed.put(Relisted("nodes", [make_node("n1"), make_node("n2")], "1"))
-    owner.feed.put(Relisted("pods", [], "1"))
+    for item in synced_items([make_node("n1"), make_node("n2")], []):
+        owner.feed.put(item)
     owner.drain_feed()
     return owner
 
@@ -43,7 +43,7 @@ def test_a_queued_call_runs_before_the_feed_which_is_applied_in_chunks(owner):
     calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
     backlog = 3 * FEED_CHUNK
     for i in range(backlog):
-        owner.feed.put(Watched("pods", "ADDED", make_pod(f"p{i}", uid=f"uid-{i}"), str(i)))
+        owner.feed.put(watched("pods", "ADDED", make_pod(f"p{i}", uid=f"uid-{i}")))
     answers = []
     caller = threading.Thread(target=lambda: answers.append(calls.call("status", {}, 5)))
     caller.start()
@@ -92,7 +92,7 @@ def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):
     calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler")
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": NEVER}
     pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
-    owner.feed.put(Watched("pods", "ADDED", pod, "2"))     # pending, as the watch shows it
+    owner.feed.put(watched("pods", "ADDED", pod))     # pending, as the watch shows it
     served(lambda: step(owner, deadlines, None, calls=calls))
     listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=None).start()
     try:
@@ -139,3 +139,29 @@ def test_the_tls_settings_make_an_https_listener_and_unusable_files_are_logged(p
         assert listener.url.startswith("https://127.0.0.1:")
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("bound, settled", [(True, "pod_binding_finished"),
+                                            (False, "pod_forgotten")])
+def test_the_extenders_changes_carry_its_cause_and_its_caller(owner, bound, settled):
+    """Through the owner's doors: the assumption a filter makes and the bind's outcome are
+    recorded with the cause "extender" and the caller the listener named."""
+    pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
+    owner.feed.put(watched("pods", "ADDED", pod))
+    owner.drain_feed()
+    owner.journal.take()
+    verbs, caller = owner.scheduler_verbs, "CN=kube-scheduler"
+    result = verbs["extender_filter"](filter_args(pod, [make_node("n1"), make_node("n2")]),
+                                      caller)
+    [node] = result["NodeNames"]
+    plan = verbs["extender_bind"](bind_args(pod, node), caller)
+    assert plan.pod == ("uid-web", pod["metadata"]["namespace"], "web", node)
+    verbs["extender_bind_outcome"]({"uid": "uid-web", "node": node, "bound": bound,
+                                    "reason": "" if bound else "refused (test)"}, caller)
+    events, _, batch = owner.journal.take()
+    assert [(e.kind, cause, actor) for e, cause, actor, _ in events
+            if e.kind != "snapshot_updated"] == [("pod_assumed", "extender", caller),
+                                                 (settled, "extender", caller)]
+    # what the algorithm's snapshot in the filter emitted: the call's too
+    assert {(cause, actor) for e, cause, actor, _ in events} == {("extender", caller)}
+    assert batch.audits == []        # kube-scheduler's acts are its own to log

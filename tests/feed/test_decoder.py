@@ -18,7 +18,6 @@ from schedcache.podinfo import make_pod_info, unpack_pod_info
 from dashboard.feed.decoder import (DecodedEvents, DecodedList, DecodedPage, DecoderProcess,
                                     digest_pod)
 from dashboard.feed.owner import CacheOwner
-from dashboard.feed.reflector import Relisted, Watched
 from tests.waiting import wait_for
 
 BIND_INFO = "schedview.io/bind-info"
@@ -153,7 +152,7 @@ def test_a_relist_request_reaches_the_decoder(sim, decoded):
     owner, decoder = decoded()
     synced(owner, sim)
     lists = []
-    owner.on_pods_listed = lists.append
+    owner.applier.on_pods_listed = lists.append
     decoder.views["pods"].request_relist()
     apply_until(owner, lambda: lists, "the second pod list")
     assert decoder.views["pods"].wait_for(lambda v: v.stats.get("lists") == 2, WAIT)
@@ -235,14 +234,7 @@ def test_digest_pod_keeps_only_the_named_annotations_and_reports_what_it_cannot_
     assert "lots" in digest_pod(broken)[3]
 
 
-def owner_state(owner):
-    cache = owner.cache
-    return ({k: cache.get_pod({"metadata": {"uid": k}}) for k in cache.pod_keys()},
-            {n: (i.requested, len(i.pods)) for n, i in cache.get_node_name_to_info_map().items()},
-            sorted(owner.pending), dict(owner.stats), dict(owner.synced))
-
-
-def test_records_leave_the_owner_as_mappings_do():
+def test_records_reach_the_cache_paged_and_watched():
     nodes = [make_node("n1"), make_node("n2")]
     placed = pod("placed", "n1")
     waiting = pod("waiting")
@@ -251,33 +243,35 @@ def test_records_leave_the_owner_as_mappings_do():
     broken = pod("broken", "n2")
     broken["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
     listed = [placed, waiting, done, broken]
-    later = [("MODIFIED", dict(placed, metadata=dict(placed["metadata"], resourceVersion="9",
-                                                     labels={"v": "2"}))),
+    relabelled = dict(placed, metadata=dict(placed["metadata"], resourceVersion="9",
+                                            labels={"v": "2"}))
+    later = [("MODIFIED", relabelled),
              ("MODIFIED", dict(done, status=dict(done["status"], phase="Succeeded"))),
              ("DELETED", broken), ("ADDED", pod("new", "n2"))]
-    by_mapping, by_record = CacheOwner(Cache(ttl=30)), CacheOwner(Cache(ttl=30))
-    restored = {id(by_mapping): [], id(by_record): []}
-    for owner in (by_mapping, by_record):
-        owner.on_pods_listed = restored[id(owner)].extend
-    by_mapping.apply(Relisted("nodes", nodes, "5"))
-    by_mapping.apply(Relisted("pods", listed, "5"))
+    owner = CacheOwner(Cache(ttl=30))
+    restored = []
+    owner.applier.on_pods_listed = restored.extend
     records = [digest_pod(p, (BIND_INFO,)) for p in listed]
     ghost = pod("ghost", "n1")    # in a list that restarted: the restart does not list it
     for item in (DecodedPage("nodes", nodes, True), DecodedList("nodes", "5"),
                  DecodedPage("pods", [digest_pod(ghost)], True),
                  DecodedPage("pods", records[:2], True), DecodedPage("pods", records[2:], False)):
-        by_record.apply(item)
-    assert by_record.cache.pod_info(uid(ghost)) is not None and not by_record.synced["pods"]
-    by_record.apply(DecodedList("pods", "5"))
-    assert by_record.cache.pod_info(uid(ghost)) is None
-    by_record.stats["applied"] -= 1    # the ghost's coming
-    assert owner_state(by_record) == owner_state(by_mapping)
-    for etype, obj in later:
-        by_mapping.apply(Watched("pods", etype, obj, "9"))
-    assert by_record.apply(DecodedEvents("pods", [(t, digest_pod(o)) for t, o in later])) == 4
-    assert owner_state(by_record) == owner_state(by_mapping)
-    assert sorted(owner_state(by_record)[0]) == sorted([uid(placed), uid(later[-1][1])])
-    # the extender restores from annotated pods only: the same ones, as lean Mappings
-    assert [p["metadata"]["name"] for p in restored[id(by_record)]] == ["waiting"]
-    assert restored[id(by_record)][0]["metadata"]["annotations"] == waiting["metadata"]["annotations"]
-    assert by_record.pending[uid(waiting)]["metadata"]["annotations"][BIND_INFO]
+        owner.apply(item)
+    assert owner.cache.pod_info(uid(ghost)) is not None and not owner.synced["pods"]
+    owner.apply(DecodedList("pods", "5"))
+    assert owner.cache.pod_info(uid(ghost)) is None
+    assert owner.synced == {"pods": True, "nodes": True}
+    assert sorted(owner.cache.pod_keys()) == sorted([uid(placed), uid(done)])
+    assert sorted(owner.pending) == [uid(waiting)]
+    # ghost, placed, waiting, done, two nodes; the broken pod is skipped
+    assert (owner.stats["applied"], owner.stats["skipped"]) == (6, 1)
+    assert owner.apply(DecodedEvents("pods", [(t, digest_pod(o)) for t, o in later])) == 4
+    assert sorted(owner.cache.pod_keys()) == sorted([uid(placed), uid(later[-1][1])])
+    assert owner.cache.get_pod(placed)["metadata"]["labels"] == {"v": "2"}
+    assert owner.cache.node_info("n2").requested.milli_cpu == \
+        make_pod_info(later[-1][1]).requested.milli_cpu
+    assert (owner.stats["applied"], owner.stats["skipped"]) == (10, 1)
+    # the extender restores from annotated pods only, as lean Mappings
+    assert [p["metadata"]["name"] for p in restored] == ["waiting"]
+    assert restored[0]["metadata"]["annotations"] == waiting["metadata"]["annotations"]
+    assert owner.pending[uid(waiting)]["metadata"]["annotations"][BIND_INFO]

@@ -17,8 +17,8 @@ from simcluster.generate import make_node, make_pod
 
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
-from dashboard.feed.reflector import Relisted
 from dashboard.pools.metrics import PoolsMetrics
+from tests.decoded_feed import listed, synced_items
 from dashboard.probes import Heartbeat, ProbeServer
 
 MONITORING = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
@@ -38,8 +38,8 @@ def busy_owner() -> CacheOwner:
     clock = Clock()
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), clock=clock)
     pods = [make_pod(f"p{i}") for i in range(3)]
-    owner.apply(Relisted("nodes", [make_node("n1")], "1"))
-    owner.apply(Relisted("pods", pods, "1"))
+    for item in synced_items([make_node("n1")], pods):
+        owner.apply(item)
     uids = [p["metadata"]["uid"] for p in pods]
     for uid in uids[:2]:
         owner.commands.handlers["assume"]({"uid": uid, "node": "n1"}, "scheduler")
@@ -266,14 +266,15 @@ def test_a_bind_the_watch_confirms_first_is_timed_too():
     clock = Clock()
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), clock=clock)
     pod = make_pod("p")
-    owner.apply(Relisted("nodes", [make_node("n1")], "1"))
-    owner.apply(Relisted("pods", [pod], "1"))
+    for item in synced_items([make_node("n1")], [pod]):
+        owner.apply(item)
     owner.commands.handlers["assume"]({"uid": pod["metadata"]["uid"], "node": "n1"}, "x")
     owner.flush()
     clock.now += 0.3
     bound = dict(pod, spec=dict(pod["spec"], nodeName="n1"),
                  metadata=dict(pod["metadata"], resourceVersion="2"))
-    owner.apply(Relisted("pods", [bound], "2"))
+    for item in listed("pods", [bound], "2"):
+        owner.apply(item)
     owner.flush()
     found = samples_of_registry(owner_registry(owner))
     assert value(found, "schedview_transitions_total", kind="pod_confirmed", cause="relist") == 1

@@ -6,10 +6,12 @@ import pytest
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
+from tests.decoded_feed import synced_items, watched
+
 from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import CacheOwner, CompareRequest
+from dashboard.feed.comparing import CompareRequest
+from dashboard.feed.owner import CacheOwner
 from dashboard.feed.projection import ProjectionWriter
-from dashboard.feed.reflector import Relisted, Watched
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
 from wire.commands import CommandError
 
@@ -65,7 +67,7 @@ def flushed(owner, writer):
 
 
 def synced(owner, node_objs, pod_objs):
-    feed(owner, Relisted("nodes", node_objs, "10"), Relisted("pods", pod_objs, "10"))
+    feed(owner, *synced_items(node_objs, pod_objs, "10"))
 
 
 def test_listed_pods_land_in_the_cache_and_the_read_model(owner, writer):
@@ -86,13 +88,13 @@ def test_watch_events_update_skip_and_remove(owner, writer):
     p = pod("a", "n1")
     synced(owner, nodes("n1"), [p])
     newer = dict(p, metadata=dict(p["metadata"], resourceVersion="99", labels={"v": "2"}))
-    feed(owner, Watched("pods", "MODIFIED", newer, "99"))
+    feed(owner, watched("pods", "MODIFIED", newer))
     assert owner.cache.pod_info(uid(p)).resource_version == "99"
     seq = owner.cache.event_seq
-    feed(owner, Watched("pods", "MODIFIED", newer, "99"))   # same version: nothing to do
+    feed(owner, watched("pods", "MODIFIED", newer))   # same version: nothing to do
     assert owner.cache.event_seq == seq
     done = dict(newer, status=dict(newer["status"], phase="Succeeded"))
-    feed(owner, Watched("pods", "MODIFIED", done, "100"))
+    feed(owner, watched("pods", "MODIFIED", done))
     assert owner.cache.pod_count() == 0
     flushed(owner, writer)
     assert not PodRecord.objects.filter(uid=uid(p)).exists()
@@ -101,14 +103,14 @@ def test_watch_events_update_skip_and_remove(owner, writer):
 def test_objects_without_uid_are_skipped(owner):
     broken = pod("x", "n1")
     del broken["metadata"]["uid"]
-    feed(owner, Watched("pods", "ADDED", broken, "5"))
+    feed(owner, watched("pods", "ADDED", broken))
     assert owner.stats["skipped"] == 1 and owner.cache.pod_count() == 0
 
 
 def test_a_relist_removes_what_the_cluster_lost_meanwhile(owner, writer):
     a, b, gone = pod("a", "n1"), pod("b", "n2"), pod("gone", "n1")
     synced(owner, nodes("n1", "n2"), [a, b, gone])
-    feed(owner, Relisted("nodes", nodes("n1"), "20"), Relisted("pods", [a], "20"))
+    feed(owner, *synced_items(nodes("n1"), [a], "20"))
     assert owner.cache.pod_keys() == [uid(a)]
     assert owner.cache.node_names() == ["n1"]
     # node n2 was deleted with pod b gone too: no ghost left behind
@@ -128,7 +130,7 @@ def test_assume_then_confirm_by_the_watch(owner, writer):
     assert (t.cause, t.actor) == ("operator", "alice")
     bound = dict(waiting, spec=dict(waiting["spec"], nodeName="n1"),
                  metadata=dict(waiting["metadata"], resourceVersion="50"))
-    feed(owner, Watched("pods", "MODIFIED", bound, "50"))
+    feed(owner, watched("pods", "MODIFIED", bound))
     assert owner.cache.pod_state({"metadata": {"uid": uid(waiting)}}) == "Added"
     flushed(owner, writer)
     assert PodRecord.objects.get(uid=uid(waiting)).state == "Added"
@@ -208,7 +210,7 @@ def test_a_comparison_is_recorded(owner, writer):
 
 def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
     relists = []
-    owner.on_drift = lambda: relists.append(True)
+    owner.comparer.on_drift = lambda: relists.append(True)
     a = pod("a", "n1")
     synced(owner, nodes("n1"), [a])
     feed(owner, CompareRequest(nodes("n1"), [a], "30"))
@@ -222,9 +224,9 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
     synced(owner, nodes("n1"), [a, b])
     listed_a = dict(a, metadata=dict(a["metadata"], resourceVersion="20"))
     # After the lists (version 30): a changed (41), b was deleted (42), c was created (43).
-    feed(owner, Watched("pods", "MODIFIED", dict(a, metadata=dict(a["metadata"], resourceVersion="41")), "41"),
-         Watched("pods", "DELETED", dict(b, metadata=dict(b["metadata"], resourceVersion="42")), "42"),
-         Watched("pods", "ADDED", pod("c", "n1", resource_version="43"), "43"))
+    feed(owner, watched("pods", "MODIFIED", dict(a, metadata=dict(a["metadata"], resourceVersion="41"))),
+         watched("pods", "DELETED", dict(b, metadata=dict(b["metadata"], resourceVersion="42"))),
+         watched("pods", "ADDED", pod("c", "n1", resource_version="43")))
     feed(owner, CompareRequest(nodes("n1"), [listed_a, b], "30"))
     assert owner.latest_report.clean, owner.latest_report.as_dict()
     # The same cache against lists taken after those changes would show real drift.
@@ -233,8 +235,8 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
 
 
 def test_a_large_backlog_of_rows_is_written_over_several_flushes(owner, writer, monkeypatch):
-    import dashboard.feed.owner as owner_module
-    monkeypatch.setattr(owner_module, "ROWS_PER_FLUSH", 2)
+    import dashboard.feed.rows as rows_module
+    monkeypatch.setattr(rows_module, "ROWS_PER_FLUSH", 2)
     PodRecord.objects.create(uid="left-over", namespace="x", name="y", state="Added",
                              owner_epoch=1)
     synced(owner, nodes("n1"), [pod(f"p{i}", "n1") for i in range(5)])

@@ -6,10 +6,12 @@ import pytest
 from schedcache import Cache
 
 from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import BIND_DEADLINE_CAUSE, CacheOwner, CompareFailed, CompareRequest
-from dashboard.feed.reflector import Watched
+from dashboard.feed.changes import BIND_DEADLINE_CAUSE
+from dashboard.feed.comparing import CompareFailed, CompareRequest
+from dashboard.feed.owner import CacheOwner
 from dashboard.models import AuditAction, ComparerRun, PodRecord, Transition
 
+from tests.decoded_feed import watched
 from test_owner import Clock, command, feed, flushed, nodes, pod, synced, uid, writer  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,7 +37,7 @@ def test_a_bind_that_never_finishes_is_stuck_then_forgotten_at_the_deadline(owne
     # The watch keeps updating the pod (a label): its clock is not reset by that.
     relabelled = dict(stuck, metadata=dict(stuck["metadata"], labels={"x": "1"},
                                            resourceVersion="11"))
-    feed(owner, Watched("pods", "MODIFIED", relabelled, "11"))
+    feed(owner, watched("pods", "MODIFIED", relabelled))
     owner.clock.now += 2
     status = owner.status()
     assert status["binds_stuck"] == 1 and status["oldest_stuck"]["uid"] == uid(stuck)

@@ -14,9 +14,9 @@ from simcluster.generate import make_node, make_pod
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
 from dashboard.feed.publisher import Publisher
-from dashboard.feed.reflector import Relisted, Watched
 from dashboard.feed.runner import LeadershipLost, step
 from dashboard.redis_outage import loop_client
+from tests.decoded_feed import synced_items, watched
 from wire.clients import redis_client
 from wire.commands import Command
 from wire.keys import OWNER_COMMANDS
@@ -76,8 +76,8 @@ def dead_client():
 def owner_on(client, writer, publisher=None):
     owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}, client=client),
                        writer=writer, publisher=publisher, redis=client)
-    owner.feed.put(Relisted("nodes", [make_node("n1")], "1"))
-    owner.feed.put(Relisted("pods", [], "1"))
+    for item in synced_items([make_node("n1")], []):
+        owner.feed.put(item)
     return owner
 
 
@@ -97,7 +97,7 @@ def test_in_doubt_the_owner_applies_the_watch_and_acts_on_nothing(rclient):
     writer = Writer()
     owner = owner_on(rclient, writer)
     lease = Lease(held=False, renews=RedisConnectionError("unreachable (test)"))
-    owner.feed.put(Watched("pods", "ADDED", make_pod("p1", uid="u1", node_name="n1"), "2"))
+    owner.feed.put(watched("pods", "ADDED", make_pod("p1", uid="u1", node_name="n1")))
     rclient.rpush(OWNER_COMMANDS, Request.new(Command("status", {}, "t").body(), timeout=5).to_json())
     deadlines = due()
     while not owner.feed.empty():
@@ -118,7 +118,7 @@ def test_a_redis_that_does_not_answer_leaves_the_loop_turning_and_writing():
     layer.down = True
     publisher = Publisher(layer)
     owner = owner_on(dead_client(), writer, publisher)
-    owner.feed.put(Watched("pods", "ADDED", make_pod("p1", uid="u1", node_name="n1"), "2"))
+    owner.feed.put(watched("pods", "ADDED", make_pod("p1", uid="u1", node_name="n1")))
     while not owner.feed.empty():
         step(owner, due(), Lease())
     assert owner.redis_backoff.down and publisher.backoff.down

@@ -9,9 +9,9 @@ from django.conf import settings
 from dashboard.feed.commands import CommandServer
 from dashboard.feed.owner import CacheOwner
 from dashboard.feed.projection import ProjectionWriter
-from dashboard.feed.reflector import Relisted
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
+from tests.decoded_feed import synced_items
 from wire.clients import redis_client
 from wire.keys import OWNER_COMMANDS
 
@@ -29,8 +29,8 @@ def real_owner(redis_url, transactional_db):
                        seq_base=0, epoch=1)
     web = make_pod("web", requests={"cpu": "500m", "memory": "256Mi"})
     db = make_pod("db", node_name="n1", requests={"cpu": "1", "memory": "1Gi"})
-    owner.apply(Relisted("nodes", [make_node("n1")], "1"))
-    owner.apply(Relisted("pods", [web, db], "1"))
+    for item in synced_items([make_node("n1")], [web, db]):
+        owner.apply(item)
     uids = {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in (web, db)}
     owner.commands.handlers["assume"]({"uid": uids["web"], "node": "n1"}, "scheduler")
     owner.flush()

@@ -159,9 +159,9 @@ def test_an_owner_that_does_not_answer_leaves_the_image_names_out(viewer_client,
 
 
 def test_the_owner_refuses_an_unknown_node():
-    owner = CacheOwner(Cache())
+    owner = CacheOwner(Cache(), command_server=CommandServer({}))
     with pytest.raises(Exception, match="not in the cache"):
-        owner.cmd_get_node({"name": "nope"}, "viewer")
+        owner.commands.handlers["get_node"]({"name": "nope"}, "viewer")
 
 
 @pytest.mark.parametrize("url, status, says", [

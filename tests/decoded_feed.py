@@ -1,0 +1,28 @@
+"""The owner's feed as the decoder process hands it over (dashboard/feed/decoder.py), built
+from Kubernetes objects: so tests feed the owner through the production path, with the
+annotations production keeps."""
+from dashboard.extender.statuses import BIND_INFO_ANNOTATION
+from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
+
+KEPT = (BIND_INFO_ANNOTATION,)
+
+
+def decoded(kind: str, obj: dict):
+    """A pod's record (digested), or a node as it is."""
+    return digest_pod(obj, KEPT) if kind == "pods" else obj
+
+
+def listed(kind: str, objs: list, resource_version: str = "1") -> list:
+    """A complete list: one page, then its end."""
+    return [DecodedPage(kind, [decoded(kind, o) for o in objs], True),
+            DecodedList(kind, resource_version)]
+
+
+def watched(kind: str, etype: str, obj: dict) -> DecodedEvents:
+    """One watch event (ADDED, MODIFIED, DELETED)."""
+    return DecodedEvents(kind, [(etype, decoded(kind, obj))])
+
+
+def synced_items(nodes: list, pods: list, resource_version: str = "1") -> list:
+    """Both lists, nodes first, as a fresh owner gets them."""
+    return listed("nodes", nodes, resource_version) + listed("pods", pods, resource_version)
