@@ -13,7 +13,8 @@ from simcluster.generate import make_node
 from dashboard.feed import decoder
 from dashboard.feed.decoder import DecodedEvents, DecoderProcess
 from dashboard.feed.feed_lag import FeedLag
-from dashboard.feed.owner import CacheOwner, CompareRequest
+from dashboard.feed.comparing import CompareRequest
+from dashboard.feed.owner import CacheOwner
 from dashboard.feed.reflector import Watched
 
 
