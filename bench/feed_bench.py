@@ -29,7 +29,7 @@ import threading
 import time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
 
 import django  # noqa: E402
 
@@ -39,9 +39,9 @@ from benchkit import (cluster_pods, core_api as api, line, percentile, served_cl
                       sync)
 from bind_bench import cpu_seconds  # noqa: E402
 from schedcache import Cache  # noqa: E402
-from dashboard.feed.decoder import DecoderProcess  # noqa: E402
-from dashboard.feed.owner import CacheOwner  # noqa: E402
-from dashboard.feed.runner import list_for_comparison, tune_gc  # noqa: E402
+from owner.decoder import DecoderProcess  # noqa: E402
+from owner.owner import CacheOwner  # noqa: E402
+from owner.runner import list_for_comparison, tune_gc  # noqa: E402
 
 
 class Recorder:

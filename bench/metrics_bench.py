@@ -17,7 +17,7 @@ import time
 import urllib3
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
 
 import django  # noqa: E402
 
@@ -28,11 +28,11 @@ from prometheus_client import REGISTRY  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from simcluster.generate import generate_cluster  # noqa: E402
 
-from dashboard.extender.statuses import BIND_INFO_ANNOTATION  # noqa: E402
-from dashboard.feed.commands import CommandServer  # noqa: E402
-from dashboard.feed.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
-from dashboard.feed.owner import CacheOwner  # noqa: E402
-from dashboard.probes import ProbeServer  # noqa: E402
+from common.probes import ProbeServer  # noqa: E402
+from owner.commands import CommandServer  # noqa: E402
+from owner.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
+from owner.extender.statuses import BIND_INFO_ANNOTATION  # noqa: E402
+from owner.owner import CacheOwner  # noqa: E402
 
 
 def synced_owner(nodes: int, pods: int) -> CacheOwner:

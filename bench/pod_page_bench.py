@@ -38,8 +38,8 @@ def bench(requests: int):
     from django.template.loader import render_to_string
     from django.test import Client
 
-    from dashboard.pod_query import PodFilters, query_pods
-    from dashboard.pod_views import pod_list_context
+    from web.pod_query import PodFilters, query_pods
+    from web.pod_views import pod_list_context
 
     user, _ = get_user_model().objects.get_or_create(username="pod-page-bench")
     client = Client(SERVER_NAME="127.0.0.1")   # one of the default ALLOWED_HOSTS
@@ -79,9 +79,9 @@ def bench(requests: int):
 
 def bench_heat_map(client, requests):
     from django.template.loader import render_to_string
-    from dashboard import heatmap
-    from dashboard.models import NodeRecord
-    from dashboard.views import heatmap_context
+    from web import heatmap
+    from db.models import NodeRecord
+    from web.views import heatmap_context
     nodes = NodeRecord.objects.count()
 
     def moved():
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="pod-page-bench-") as tmp:
         redis_server = configure(Path(tmp))
         from django.db import connection
-        from dashboard.models import NodeRecord, PodRecord
+        from db.models import NodeRecord, PodRecord
         try:
             started = time.perf_counter()
             fill_read_model(args.pods)

@@ -18,7 +18,7 @@ import time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "extender"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
 
 import django  # noqa: E402
 
@@ -26,9 +26,9 @@ django.setup()
 
 from benchkit import core_api, line, percentile, served_cluster  # noqa: E402
 from fake_extender import FakeExtender  # noqa: E402
-from dashboard.extender import standin  # noqa: E402
-from dashboard.extender.standin_view import ClusterView  # noqa: E402
-from dashboard.kube import read_json  # noqa: E402
+from common.kube import read_json  # noqa: E402
+from standin import standin  # noqa: E402
+from standin.standin_view import ClusterView  # noqa: E402
 from schedcache import Cache  # noqa: E402
 from scheduling import DefaultAlgorithm  # noqa: E402
 

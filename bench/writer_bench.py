@@ -19,7 +19,7 @@ import threading
 import time
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
 
 import django  # noqa: E402
 
@@ -29,10 +29,10 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
 from benchkit import line, percentile  # noqa: E402
-from dashboard.feed import projection  # noqa: E402
-from dashboard.feed.projection import Batch  # noqa: E402
-from dashboard.feed.runner import tune_gc, tune_switching  # noqa: E402
-from dashboard.models import PodRecord  # noqa: E402
+from db.models import PodRecord  # noqa: E402
+from owner import projection  # noqa: E402
+from owner.projection import Batch  # noqa: E402
+from owner.runner import tune_gc, tune_switching  # noqa: E402
 
 
 def pod_row(i: int, seq: int) -> dict:

@@ -3,7 +3,7 @@
    Two kinds of figure:
    - <figure data-chart="NAME"> inside <section data-series-url="...">: the overview's
      charts over time. The section's range buttons (data-range) pick the span; the
-     series are fetched as JSON (dashboard/health_series.py) and fetched again every
+     series are fetched as JSON (web/health_series.py) and fetched again every
      REFRESH_MS, so the charts stay live.
    - <figure data-chart-data="JSON">: a chart whose data the server rendered into the
      page (the snapshot page); drawn again whenever htmx swaps the section in (its

@@ -1,8 +1,8 @@
-"""The owner's feed as the decoder process hands it over (dashboard/feed/decoder.py), built
+"""The owner's feed as the decoder process hands it over (owner/decoder.py), built
 from Kubernetes objects: so tests feed the owner through the production path, with the
 annotations production keeps."""
-from dashboard.extender.statuses import BIND_INFO_ANNOTATION
-from dashboard.feed.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
+from owner.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
+from owner.extender.statuses import BIND_INFO_ANNOTATION
 
 KEPT = (BIND_INFO_ANNOTATION,)
 

@@ -3,10 +3,10 @@
 from datetime import datetime, timezone
 import threading
 
-from dashboard.feed.projection import ProjectionWriter
-from dashboard.extender.owner_calls import OwnerCalls
-from dashboard.feed.runner import build_owner, step
-from dashboard.models import NodeRecord, PodRecord, Transition
+from db.models import NodeRecord, PodRecord, Transition
+from owner.extender.owner_calls import OwnerCalls
+from owner.projection import ProjectionWriter
+from owner.runner import build_owner, step
 from tests.decoded_feed import synced_items
 from wire.keys import OWNER_COMMANDS, OWNER_REPLY_PREFIX
 

@@ -3,7 +3,7 @@ import pytest
 from django.conf import settings
 from django.test import Client
 
-from dashboard.models import ApiToken, NodeRecord, PodRecord
+from db.models import ApiToken, NodeRecord, PodRecord
 from simcluster.generate import make_node, make_pod
 from wire.clients import redis_client
 from apihelpers import OwnerThread, clear_commands

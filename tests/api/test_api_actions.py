@@ -4,7 +4,7 @@ no owner is a 503. Every action, refused ones too, leaves an audit row with its 
 import pytest
 from django.conf import settings
 
-from dashboard.models import AuditAction, PodRecord
+from db.models import AuditAction, PodRecord
 from apihelpers import clear_commands, error_of, pod_record, state_of
 from tests.waiting import wait_for
 from wire.clients import redis_client

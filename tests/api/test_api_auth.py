@@ -4,7 +4,7 @@ Every refusal is JSON and changes nothing."""
 import pytest
 from django.test import Client
 
-from dashboard.models import ApiToken, AuditAction
+from db.models import ApiToken, AuditAction
 from apihelpers import error_of, pod_record
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import orjson
 import pytest
 from django.conf import settings
 
-from dashboard.models import ComparerRun, SnapshotSample, Transition
+from db.models import ComparerRun, SnapshotSample, Transition
 from apihelpers import AT, error_of, node_record, pod_record, transition
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS, OWNER_STATUS_TTL
@@ -235,7 +235,7 @@ def test_events_follow_from_a_sequence_number_without_gaps(api):
 
 
 def test_events_say_how_far_the_history_was_pruned(api):
-    from dashboard import history_retention
+    from worker import history_retention
     for seq in range(1, 9):
         transition(seq)
     assert api.get("/api/v1/events?since=0").json()["pruned_below"] == 0

@@ -9,7 +9,7 @@ import jsonschema_rs
 import pytest
 from django.test import Client
 
-from dashboard.models import ComparerRun
+from db.models import ComparerRun
 from wire.commands import CommandError
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
@@ -130,7 +130,7 @@ def callers(owner, api, viewer_api, monkeypatch):
             with monkeypatch.context() as patch:
                 if fault:
                     for name in ("forget_pod", "expire_pod", "schedule_pod"):
-                        patch.setattr(f"dashboard.actions.{name}", fault)
+                        patch.setattr(f"web.actions.{name}", fault)
                 return getattr(client, method)(url, **kwargs)
         return call
 

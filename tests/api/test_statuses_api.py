@@ -5,8 +5,8 @@ import json
 import pytest
 from django.test import Client
 
-from dashboard.extender import status_reads
-from dashboard.owner_client import send
+from common.owner_client import send
+from web.statuses import status_reads
 from simcluster.generate import make_pod
 from tests.extender.statusworld import NAMESPACE, scheduled  # noqa: F401  (fixture)
 from apihelpers import error_of

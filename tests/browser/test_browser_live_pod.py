@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browserkit import wait_live
-from dashboard.owner_client import send
+from common.owner_client import send
 from livestack import new_pod, state_of
 from tests.waiting import wait_for
 
@@ -49,7 +49,7 @@ def stays_loaded(page):
 
 
 def test_an_assumed_pod_turns_added_without_a_reload(page, assumed_pod):
-    from dashboard.tasks import bind_pod
+    from worker.tasks import bind_pod
     uid, name, node = assumed_pod
     open_assumed(page, uid)
     stays_loaded(page)

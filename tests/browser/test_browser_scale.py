@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from browserkit import wait_live
-from dashboard.owner_client import send
+from common.owner_client import send
 from livestack import state_of
 from tests.waiting import wait_for
 
@@ -29,7 +29,7 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 @pytest.fixture(scope="module")
 def bulk_pods(stack, django_db_blocker):
-    from dashboard.models import PodRecord
+    from db.models import PodRecord
     with django_db_blocker.unblock():
         for start in range(0, PODS, 10_000):
             PodRecord.objects.bulk_create(
@@ -44,7 +44,7 @@ def bulk_pods(stack, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def many_nodes(stack, django_db_blocker):
-    from dashboard.models import NodeRecord
+    from db.models import NodeRecord
     with django_db_blocker.unblock():
         NodeRecord.objects.bulk_create(
             NodeRecord(name=f"scale-{i:04}", zone=f"zone-s{i % 3}", tree_index=i,

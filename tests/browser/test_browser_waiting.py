@@ -12,7 +12,7 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
-from dashboard.kube import read_json
+from common.kube import read_json
 from livestack import owner_status, state_of, wait_for
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,7 @@ actions the act_on_pods permission; credentials never leak into pages."""
 import pytest
 from django.core.management import call_command
 
-from dashboard.models import ApiToken
+from db.models import ApiToken
 
 pytestmark = pytest.mark.django_db
 
@@ -89,7 +89,7 @@ def test_the_schema_and_docs_are_served(viewer_client):
 
 
 def test_first_login_makes_an_operator_once(tmp_path, django_user_model):
-    from dashboard.management.commands.up import first_login
+    from launcher.management.commands.up import first_login
     django_user_model.objects.all().delete()   # a database without users (rolled back after)
     message = first_login(tmp_path)
     password = (tmp_path / "operator-password").read_text().strip()

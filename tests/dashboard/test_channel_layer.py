@@ -4,8 +4,8 @@ import pytest_asyncio
 from channels.layers import get_channel_layer
 from channels_redis.core import RedisChannelLayer
 
-from dashboard.celery import app as celery_app
-from dashboard.redis_urls import celery_url
+from common.redis_urls import celery_url
+from schedview.celery import app as celery_app
 
 
 @pytest_asyncio.fixture

@@ -7,10 +7,10 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from dashboard import health
-from dashboard.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
-from dashboard.models import ComparerRun, HealthSample, PodRecord, Transition
-from dashboard.read_model import OwnerStatus
+from db.models import ComparerRun, HealthSample, PodRecord, Transition
+from web import health
+from web.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
+from web.read_model import OwnerStatus
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS
 

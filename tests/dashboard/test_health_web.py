@@ -11,8 +11,8 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
-from dashboard import health, health_series
-from dashboard.models import HealthSample
+from db.models import HealthSample
+from web import health, health_series
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS
 

@@ -4,9 +4,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.utils import timezone as django_time
 
-from dashboard import history_retention
-from dashboard.models import HealthSample, PrunedHistory, SnapshotSample, Transition
-from dashboard.tasks import prune_history
+from db.models import HealthSample, PrunedHistory, SnapshotSample, Transition
+from worker import history_retention
+from worker.tasks import prune_history
 
 T0 = datetime(2026, 11, 22, tzinfo=timezone.utc)
 

@@ -13,8 +13,8 @@ import pytest
 from django.test import override_settings
 from kubernetes.config import incluster_config
 
-from dashboard import kube
-from dashboard.kube_http import AUTH_REFRESH, KubeHttp
+from common import kube
+from common.kube_http import AUTH_REFRESH, KubeHttp
 
 NODE_LIST = b'{"kind":"NodeList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
 

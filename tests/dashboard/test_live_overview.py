@@ -5,9 +5,9 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
-from dashboard.asgi import application
-from dashboard.live_hub import PUSH_INTERVAL
-from dashboard.models import PodRecord
+from db.models import PodRecord
+from schedview.asgi import application
+from web.live_hub import PUSH_INTERVAL
 from wire.keys import EVENTS_GROUP
 from wire.live import events_message
 

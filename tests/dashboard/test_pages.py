@@ -13,8 +13,8 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
-from dashboard import read_model
-from dashboard.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample, Transition)
+from db.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample, Transition)
+from web import read_model
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS
 

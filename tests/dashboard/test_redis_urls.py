@@ -1,7 +1,7 @@
 """One Redis URL, in the forms Channels (redis-py) and Celery (kombu) want."""
 import pytest
 
-from dashboard.redis_urls import celery_url, redis_settings, unix_url
+from common.redis_urls import celery_url, redis_settings, unix_url
 
 
 @pytest.mark.parametrize("url, expected", [

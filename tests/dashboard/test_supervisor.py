@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from dashboard.supervisor import Child, CrashLoop, Supervisor
+from common.supervisor import Child, CrashLoop, Supervisor
 from tests.dashboard.processes import alive
 from tests.waiting import wait_for
 
@@ -124,7 +124,7 @@ def test_no_child_outlives_a_sigkilled_supervisor(tmp_path):
     pids = tmp_path / "pids"
     script = textwrap.dedent(f"""
         import sys
-        from dashboard.supervisor import Child, Supervisor
+        from common.supervisor import Child, Supervisor
         supervisor = Supervisor()
         children = [supervisor.start(Child(name, {SLEEPER!r})) for name in ("a", "b")]
         open({str(pids)!r}, "w").write(" ".join(str(c.pid) for c in children))

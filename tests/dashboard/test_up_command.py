@@ -37,7 +37,7 @@ def up(var_dir: Path, port: int, extender_port: int = 0) -> subprocess.Popen:
 
 
 def test_children_get_the_stand_in_period_without_it_entering_our_environment(monkeypatch):
-    from dashboard.management.commands.up import children_env
+    from launcher.management.commands.up import children_env
 
     monkeypatch.delenv("SCHEDVIEW_SCHEDULE_PERIOD", raising=False)
     assert children_env(simulated=True)["SCHEDVIEW_SCHEDULE_PERIOD"] == "1"

@@ -14,7 +14,8 @@ from kubernetes import client
 from tests.deploy.manifests import OVERLAYS, configmap_env, container, of_kind, rendered
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("dashboard", "warmpool")
+SOURCES = ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web", "worker",
+           "warmpool")
 # Every API call the kubernetes client offers (each API group's methods).
 API_METHODS = {name for api in dir(client) if api.endswith("Api") and api != "ApiClient"
                for name in dir(getattr(client, api))
@@ -27,23 +28,23 @@ RAW_PATH = re.compile(r"/api/v1/namespaces/\{[^}]*\}/(\w+)/")
 # (module, call) -> (roles making it in a cluster, (resource, verbs) it needs).
 # The reflector's list call is also its watch (watch=true on the same path).
 CALLS = {
-    ("dashboard/feed/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
-    ("dashboard/feed/reflector.py", "list_pod_for_all_namespaces"):
+    ("common/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
+    ("common/reflector.py", "list_pod_for_all_namespaces"):
         ({"owner", "pools"}, ("pods", {"list", "watch"})),
     # The Binding and its read-back after a 409: the owner's listener posts kube-scheduler's
     # binds, the worker's Celery tasks the others.
-    ("dashboard/binding.py", "create_namespaced_pod_binding"):
+    ("common/binding.py", "create_namespaced_pod_binding"):
         ({"owner", "worker"}, ("pods/binding", {"create"})),
-    ("dashboard/binding.py", "read_namespaced_pod"): ({"owner", "worker"}, ("pods", {"get"})),
-    ("dashboard/pools/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
+    ("common/binding.py", "read_namespaced_pod"): ({"owner", "worker"}, ("pods", {"get"})),
+    ("pools/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
     # Only under `manage.py up` with the simulated cluster: the stand-in for kube-scheduler
     # (SCHEDVIEW_SCHEDULE_PERIOD, unset in the manifests; in a cluster kube-scheduler
     # itself deletes preemption's victims) and the demo's scenes.
-    ("dashboard/extender/standin.py", "delete_namespaced_pod"): (set(), None),
-    ("dashboard/extender/standin.py", "patch_namespaced_pod_status"): (set(), None),
-    ("dashboard/demo_scenes.py", "list_node"): (set(), None),
-    ("dashboard/demo_scenes.py", "list_pod_for_all_namespaces"): (set(), None),
-    ("dashboard/demo_scenes.py", "create_namespaced_pod"): (set(), None),
+    ("standin/standin.py", "delete_namespaced_pod"): (set(), None),
+    ("standin/standin.py", "patch_namespaced_pod_status"): (set(), None),
+    ("launcher/demo_scenes.py", "list_node"): (set(), None),
+    ("launcher/demo_scenes.py", "list_pod_for_all_namespaces"): (set(), None),
+    ("launcher/demo_scenes.py", "create_namespaced_pod"): (set(), None),
 }
 # The Deployment of each role that calls the API.
 DEPLOYMENTS = {"owner": "schedview-owner", "worker": "schedview-worker",
@@ -94,8 +95,8 @@ def test_every_kubernetes_call_in_the_code_is_in_the_table():
 def test_the_table_reads_the_code_it_describes():
     """The scan finds the claimer's raw PATCH and the Binding call (it can fail)."""
     found = calls_in_source()
-    assert ("dashboard/pools/claimer.py", "PATCH pods") in found
-    assert ("dashboard/binding.py", "create_namespaced_pod_binding") in found
+    assert ("pools/claimer.py", "PATCH pods") in found
+    assert ("common/binding.py", "create_namespaced_pod_binding") in found
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

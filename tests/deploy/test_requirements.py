@@ -10,7 +10,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-APPLICATION = ("dashboard", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
+APPLICATION = ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web",
+               "worker", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
 
 
 def sections() -> dict[str, set[str]]:

@@ -4,12 +4,12 @@ import json
 
 import orjson
 
-from dashboard.binding import FINISH
-from dashboard.extender import Extender, PodScheduleStatuses
-from dashboard.extender.answers import answer
-from dashboard.extender.handlers import verb_handlers
-from dashboard.feed.changes import CacheChanges
-from dashboard.feed.journal import Journal
+from common.binding import FINISH
+from owner.changes import CacheChanges
+from owner.extender import Extender, PodScheduleStatuses
+from owner.extender.answers import answer
+from owner.extender.handlers import verb_handlers
+from owner.journal import Journal
 from schedcache import Cache
 from scheduling import DefaultAlgorithm
 from simcluster.generate import make_node, make_pod

@@ -11,9 +11,9 @@ import orjson
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dashboard.extender import standin
-from dashboard.extender.standin_queue import SchedulingQueue
-from dashboard.extender.standin_view import ClusterView
+from standin import standin
+from standin.standin_queue import SchedulingQueue
+from standin.standin_view import ClusterView
 from tests.waiting import wait_for
 
 

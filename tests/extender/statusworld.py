@@ -6,7 +6,7 @@ three schedule states: for the statuses page and REST tests.
 import pytest
 from django.test import override_settings
 
-from dashboard.owner_client import send
+from common.owner_client import send
 from simcluster.generate import make_node, make_pod
 from tests.api.apihelpers import OwnerThread, clear_commands
 from tests.waiting import wait_for

@@ -4,7 +4,7 @@ answering as the captures' did (fake_extender.py)."""
 import pytest
 from fake_extender import running_stand_in, settle
 
-from dashboard import demo_scenes
+from launcher import demo_scenes
 from simcluster import SimCluster
 from simcluster.generate import GPU, Cluster, make_node, make_pod
 

@@ -1,6 +1,6 @@
 """bind is real before it is answered, and preempt works for any pod of the cluster, as
 kube-scheduler v1.36 drives them (shared k8s-wire/extender: 01, 03a-03g, 05a, 05b, 07)."""
-from dashboard.binding import FORGET, RETRY
+from common.binding import FORGET, RETRY
 from extender_builders import (Bindings, bind_args, call, filter_args, preempt_args,
                                result_names, wire)
 

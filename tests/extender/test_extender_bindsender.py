@@ -2,8 +2,8 @@
 failed publish is tried again until it goes through."""
 import threading
 
-from dashboard.extender import bindsender
-from dashboard.extender.bindsender import BindSender
+from owner.extender import bindsender
+from owner.extender.bindsender import BindSender
 
 
 class Broker:

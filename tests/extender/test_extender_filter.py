@@ -1,7 +1,7 @@
 """filter: placed -> Binding + assumed, wait reasons, preempt, repeated filters, platform errors."""
 import pytest
 
-from dashboard.extender.core import NO_REASON
+from owner.extender.core import NO_REASON
 from scheduling import ScheduleResult
 
 from extender_builders import filter_args, result_names

@@ -1,7 +1,7 @@
 """The owner's command handlers: results pass through, user errors become 400s."""
 import pytest
 
-from dashboard.extender.handlers import OPS, command_handlers, verb_handlers
+from owner.extender.handlers import OPS, command_handlers, verb_handlers
 from wire.commands import CommandError
 
 from extender_builders import bind_args, filter_args

@@ -8,12 +8,12 @@ import threading
 import orjson
 import pytest
 
-from dashboard.binding import FINISH
-from dashboard.extender.handlers import verb_handlers
-from dashboard.extender import listener as listener_module
-from dashboard.extender.listener import ExtenderListener
-from dashboard.extender.listener_tls import ExtenderTLS
-from dashboard.extender.owner_calls import OwnerCalls
+from common.binding import FINISH
+from owner.extender import listener as listener_module
+from owner.extender.handlers import verb_handlers
+from owner.extender.listener import ExtenderListener
+from owner.extender.listener_tls import ExtenderTLS
+from owner.extender.owner_calls import OwnerCalls
 from extender_builders import Bindings, bind_args, filter_args, preempt_args, result_names
 from listener_client import connect, post, raw_exchange
 

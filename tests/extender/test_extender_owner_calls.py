@@ -8,13 +8,13 @@ import pytest
 from django.conf import settings
 from django.test import override_settings
 
-from dashboard.extender.listener import ExtenderListener
-from dashboard.extender.owner_calls import OwnerCalls
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import CacheOwner
-from dashboard.feed.runner import (COMMAND_PERIOD, FEED_CHUNK, attach_extender,
-                                   listen_for_scheduler, step)
-from dashboard.owner_client import send
+from common.owner_client import send
+from owner.commands import CommandServer
+from owner.extender.listener import ExtenderListener
+from owner.extender.owner_calls import OwnerCalls
+from owner.owner import CacheOwner
+from owner.runner import (COMMAND_PERIOD, FEED_CHUNK, attach_extender,
+                          listen_for_scheduler, step)
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 from wire.clients import redis_client

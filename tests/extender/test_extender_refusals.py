@@ -5,7 +5,7 @@ import pytest
 
 from simcluster.generate import make_pod
 
-from dashboard.extender import ExtenderUserError
+from owner.extender import ExtenderUserError
 
 from extender_builders import bind_args, filter_args, preempt_args
 

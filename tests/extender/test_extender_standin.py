@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from fake_extender import running_stand_in, settle
 
-from dashboard.extender import standin
-from dashboard.extender.standin_view import RELIST_PERIOD, ClusterView
+from standin import standin
+from standin.standin_view import RELIST_PERIOD, ClusterView
 from simcluster import SimCluster
 from simcluster.generate import BASE_TIME, Cluster, make_node, make_pod
 from tests.live.livestack import free_port
@@ -234,7 +234,7 @@ def test_a_bind_error_backs_off_that_pod_while_the_others_are_placed(world, capl
             return 200, {"Error": "extender: cannot bind now"}
         return None
     extender.answers["bind"] = bind
-    with caplog.at_level(logging.WARNING, logger="dashboard.extender.standin"):
+    with caplog.at_level(logging.WARNING, logger="standin.standin"):
         counts = scheduler.period(now=NOW)
     assert counts == {"bind": 2, "wait": 0, "preempt": 0, "error": 1, "victims": 0}
     assert ("1 pod(s) failed an attempt and back off: team/unlucky: extender: cannot bind "
@@ -327,10 +327,10 @@ def test_a_refused_binding_is_an_error_and_binds_once_the_refusal_lifts(world):
 # --- the process's stand-in ---------------------------------------------------------------
 
 def test_without_an_extender_address_it_says_so_once_and_does_nothing(settings, caplog):
-    from dashboard.tasks import schedule_pending
+    from worker.tasks import schedule_pending
     settings.SCHEDVIEW_EXTENDER_ADDRESS = ""
     made = []
-    with caplog.at_level(logging.INFO, logger="dashboard.extender.standin"):
+    with caplog.at_level(logging.INFO, logger="standin.standin"):
         assert standin.stand_in(lambda: made.append(1)) is None
         assert schedule_pending() == dict.fromkeys(standin.OUTCOMES, 0)
     assert made == []

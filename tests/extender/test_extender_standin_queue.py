@@ -1,6 +1,6 @@
 """kube-scheduler's queue as the stand-in keeps it: which pending pods are due, and when a
 pod that failed comes back (../shared/k8s-wire/extender/README.md, "Retry timing")."""
-from dashboard.extender.standin_queue import SchedulingQueue, backoff
+from standin.standin_queue import SchedulingQueue, backoff
 
 
 def pod(name, priority=0, created="2026-11-24T14:00:00Z", version="1"):

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from dashboard.extender import (BIND_INFO_ANNOTATION, PodScheduleStatuses, TransitionError,
-                                Victim, bind_info_annotation)
-from dashboard.extender.statuses import ALLOWED
+from owner.extender import (BIND_INFO_ANNOTATION, PodScheduleStatuses, TransitionError,
+                            Victim, bind_info_annotation)
+from owner.extender.statuses import ALLOWED
 
 from extender_builders import Bindings, bind_args, call, filter_args
 

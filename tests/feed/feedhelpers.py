@@ -10,7 +10,7 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 from kubernetes import client
 
-from dashboard.feed.reflector import Reflector, Relisted, Watched
+from common.reflector import Reflector, Relisted, Watched
 from simcluster import SimCluster
 
 WAIT = 10.0  # deadline for anything the tests wait on

@@ -5,8 +5,9 @@ import pytest
 from django.db import DatabaseError
 from kombu.exceptions import OperationalError
 
-from dashboard import actions, tasks
-from dashboard.models import AuditAction
+from db.models import AuditAction
+from web import actions
+from worker import tasks
 from wire.commands import CommandError, OwnerUnavailable
 from test_commands import ServerThread, rclient  # noqa: F401  (fixtures)
 from test_tasks import NS, cluster_data, kube, nodes, sim, worker  # noqa: F401

@@ -1,4 +1,4 @@
-"""The doors (dashboard/feed/changes.py): each change of the cache's assumptions is one
+"""The doors (owner/changes.py): each change of the cache's assumptions is one
 door, its event stamped with the cause and the actor, the owner's own acts audited; and
 nothing else in the owner's code changes an assumption."""
 from pathlib import Path
@@ -9,12 +9,13 @@ import pytest
 from schedcache import Cache, CacheError
 from simcluster.generate import make_node, make_pod
 
-from dashboard.feed.changes import BIND_DEADLINE_CAUSE
-from dashboard.feed.owner import CacheOwner
+from owner.changes import BIND_DEADLINE_CAUSE
+from owner.owner import CacheOwner
 from tests.decoded_feed import synced_items
 
 UID = "uid-a"
-DASHBOARD = Path(__file__).resolve().parents[2] / "dashboard"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("common", "launcher", "owner", "pools", "standin", "web", "worker")
 
 
 class Clock:
@@ -124,7 +125,7 @@ def test_a_refused_door_changes_nothing(call):
 
 
 # The stand-in for kube-scheduler keeps a cache of its own, in another process.
-_NOT_THE_OWNERS = {"dashboard/extender/standin_view.py"}
+_NOT_THE_OWNERS = {"standin/standin_view.py"}
 _ASSUMPTION_CHANGES = re.compile(
     r"cache\.(assume_pod|assume_pod_if_bind_succeeds|finish_binding|forget_pod|expire_pod|"
     r"cleanup_assumed_pods)\(")
@@ -132,9 +133,9 @@ _ASSUMPTION_CHANGES = re.compile(
 
 def test_only_the_doors_change_the_caches_assumptions():
     found = []
-    for path in sorted(DASHBOARD.rglob("*.py")):
-        name = str(path.relative_to(DASHBOARD.parent))
-        if name in _NOT_THE_OWNERS or name == "dashboard/feed/changes.py":
+    for path in sorted(p for top in PACKAGES for p in (ROOT / top).rglob("*.py")):
+        name = str(path.relative_to(ROOT))
+        if name in _NOT_THE_OWNERS or name == "owner/changes.py":
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             if _ASSUMPTION_CHANGES.search(line):

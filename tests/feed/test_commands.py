@@ -1,5 +1,5 @@
 """Commands to the cache owner over the real Redis of the run (REDIS_URL or embedded): the
-web's client (dashboard.owner_client) and the owner's server (dashboard.feed.commands)."""
+web's client (common.owner_client) and the owner's server (owner.commands)."""
 import logging
 import threading
 import time
@@ -9,9 +9,9 @@ import pytest
 
 from django.conf import settings
 
-from dashboard.feed import commands
-from dashboard.feed.commands import CommandServer
-from dashboard.owner_client import send, send_many
+from common.owner_client import send, send_many
+from owner import commands
+from owner.commands import CommandServer
 from wire import requests
 from wire.clients import redis_client
 from wire.commands import Command, CommandError, OwnerUnavailable

@@ -3,7 +3,7 @@ pod and node watches see nothing, so waiting for them to pass it must not fail t
 import threading
 from types import SimpleNamespace
 
-from dashboard.feed.runner import list_for_comparison
+from owner.runner import list_for_comparison
 
 
 class Decoder:

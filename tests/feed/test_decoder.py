@@ -15,9 +15,9 @@ from simcluster.generate import make_node, make_pod
 
 from schedcache import Cache
 from schedcache.podinfo import make_pod_info, unpack_pod_info
-from dashboard.feed.decoder import (DecodedEvents, DecodedList, DecodedPage, DecoderProcess,
-                                    digest_pod)
-from dashboard.feed.owner import CacheOwner
+from owner.decoder import (DecodedEvents, DecodedList, DecodedPage, DecoderProcess,
+                           digest_pod)
+from owner.owner import CacheOwner
 from tests.waiting import wait_for
 
 BIND_INFO = "schedview.io/bind-info"
@@ -113,7 +113,7 @@ def test_a_version_the_owner_is_told_of_has_its_events_queued(sim, v1, decoded):
 
 
 def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
-    from dashboard.feed.runner import list_for_comparison
+    from owner.runner import list_for_comparison
     owner, decoder = decoded()
     synced(owner, sim)
     lists = decoder.list_for_comparison(WAIT)
@@ -177,7 +177,7 @@ def test_the_decoder_dies_with_its_owner(sim):
     """An owner killed outright (SIGKILL: nothing of it runs) leaves no decoder behind."""
     script = ("import functools, queue, sys\n"
               "from feedhelpers import core_api_at\n"
-              "from dashboard.feed.decoder import DecoderProcess\n"
+              "from owner.decoder import DecoderProcess\n"
               "if __name__ == '__main__':\n"
               f"    d = DecoderProcess(queue.Queue().put, functools.partial(core_api_at, {sim.url!r}))\n"
               "    d.start()\n"

@@ -1,5 +1,5 @@
 """The feed's lag in seconds: stamped when the decoder read an item off the watch stream,
-measured by the owner (feed/feed_lag.py), published with its status and scraped as a
+measured by the owner (owner/feed_lag.py), published with its status and scraped as a
 gauge. Time is passed in."""
 import marshal
 import queue
@@ -10,12 +10,12 @@ from prometheus_client import CollectorRegistry
 from schedcache import Cache
 from simcluster.generate import make_node
 
-from dashboard.feed import decoder
-from dashboard.feed.decoder import DecodedEvents, DecoderProcess
-from dashboard.feed.feed_lag import FeedLag
-from dashboard.feed.comparing import CompareRequest
-from dashboard.feed.owner import CacheOwner
-from dashboard.feed.reflector import Watched
+from common.reflector import Watched
+from owner import decoder
+from owner.comparing import CompareRequest
+from owner.decoder import DecodedEvents, DecoderProcess
+from owner.feed_lag import FeedLag
+from owner.owner import CacheOwner
 
 
 class Clock:

@@ -8,8 +8,8 @@ import pytest
 import redis
 from django.conf import settings
 
-from dashboard.feed.leader import MARGIN, LeaderLease
-from dashboard.redis_outage import RedisBackoff, loop_client
+from common.redis_outage import RedisBackoff, loop_client
+from owner.leader import MARGIN, LeaderLease
 from tests.waiting import wait_for
 from wire.clients import redis_client
 

@@ -15,11 +15,11 @@ import yaml
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import CacheOwner
-from dashboard.pools.metrics import PoolsMetrics
+from owner.commands import CommandServer
+from owner.owner import CacheOwner
+from pools.metrics import PoolsMetrics
 from tests.decoded_feed import listed, synced_items
-from dashboard.probes import Heartbeat, ProbeServer
+from common.probes import Heartbeat, ProbeServer
 
 MONITORING = Path(__file__).resolve().parents[2] / "docs" / "monitoring"
 HTTP = urllib3.PoolManager()
@@ -167,7 +167,7 @@ def test_probes_answer_the_cause_with_503(probe_server):
 
 
 def test_the_owners_readiness_follows_the_lease_and_the_sync():
-    from dashboard.management.commands.watch import OwnerProbes
+    from owner.management.commands.watch import OwnerProbes
     probes = OwnerProbes()
     assert probes.live() is None and "standby" in probes.ready()
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}))
@@ -194,7 +194,7 @@ def queries() -> list[str]:
 @pytest.mark.django_db
 def test_every_query_names_a_metric_a_process_exports(probe_server, api_token, redis_url,
                                                       tmp_path):
-    from dashboard.models import HealthSample
+    from db.models import HealthSample
     from django.utils import timezone
     HealthSample.objects.create(at=timezone.now(), period=10, level="ok")
     owner = scrape(f"{probe_server(owner_registry(busy_owner()))}/metrics")
@@ -219,7 +219,8 @@ import multiprocessing, os, sys
 import django
 django.setup()
 from prometheus_client import generate_latest
-from dashboard import binding_metrics, worker_probes
+from common import binding_metrics
+from worker import worker_probes
 
 def bind(outcome):
     binding_metrics.observe(outcome, 0.02)
@@ -245,7 +246,7 @@ def worker_scrape(tmp_path) -> dict:
     script = tmp_path / "worker_scrape.py"
     script.write_text(WORKER_SCRAPE)
     env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(store),
-               DJANGO_SETTINGS_MODULE="dashboard.settings",
+               DJANGO_SETTINGS_MODULE="schedview.settings",
                PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True,
                           text=True, timeout=120)

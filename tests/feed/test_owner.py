@@ -8,11 +8,11 @@ from simcluster.generate import make_node, make_pod
 
 from tests.decoded_feed import synced_items, watched
 
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.comparing import CompareRequest
-from dashboard.feed.owner import CacheOwner
-from dashboard.feed.projection import ProjectionWriter
-from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
+from db.models import ComparerRun, NodeRecord, PodRecord, Transition
+from owner.commands import CommandServer
+from owner.comparing import CompareRequest
+from owner.owner import CacheOwner
+from owner.projection import ProjectionWriter
 from wire.commands import CommandError
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -235,7 +235,7 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
 
 
 def test_a_large_backlog_of_rows_is_written_over_several_flushes(owner, writer, monkeypatch):
-    import dashboard.feed.rows as rows_module
+    import owner.rows as rows_module
     monkeypatch.setattr(rows_module, "ROWS_PER_FLUSH", 2)
     PodRecord.objects.create(uid="left-over", namespace="x", name="y", state="Added",
                              owner_epoch=1)

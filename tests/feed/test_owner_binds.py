@@ -5,11 +5,11 @@ import pytest
 
 from schedcache import Cache
 
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.changes import BIND_DEADLINE_CAUSE
-from dashboard.feed.comparing import CompareFailed, CompareRequest
-from dashboard.feed.owner import CacheOwner
-from dashboard.models import AuditAction, ComparerRun, PodRecord, Transition
+from db.models import AuditAction, ComparerRun, PodRecord, Transition
+from owner.changes import BIND_DEADLINE_CAUSE
+from owner.commands import CommandServer
+from owner.comparing import CompareFailed, CompareRequest
+from owner.owner import CacheOwner
 
 from tests.decoded_feed import watched
 from test_owner import Clock, command, feed, flushed, nodes, pod, synced, uid, writer  # noqa: F401

@@ -11,11 +11,11 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import CacheOwner
-from dashboard.feed.publisher import Publisher
-from dashboard.feed.runner import LeadershipLost, step
-from dashboard.redis_outage import loop_client
+from common.redis_outage import loop_client
+from owner.commands import CommandServer
+from owner.owner import CacheOwner
+from owner.publisher import Publisher
+from owner.runner import LeadershipLost, step
 from tests.decoded_feed import synced_items, watched
 from wire.clients import redis_client
 from wire.commands import Command

@@ -7,9 +7,9 @@ import pytest
 from django.db import OperationalError
 from redis.backoff import ExponentialWithJitterBackoff
 
-from dashboard.feed import projection
-from dashboard.feed.projection import Batch, ProjectionWriter
-from dashboard.models import PodRecord, Transition
+from db.models import PodRecord, Transition
+from owner import projection
+from owner.projection import Batch, ProjectionWriter
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -91,7 +91,7 @@ def test_closing_behind_queued_batches_writes_them_first(writes):
 
 def test_rows_read_back_as_written_json_times_and_nulls_included():
     from datetime import datetime, timezone
-    from dashboard.models import NodeRecord
+    from db.models import NodeRecord
     pod = dict(row("a", "Assumed", 7), labels={"app": "web", "tier": "1"}, deadline=12.5,
                binding_finished=True, milli_cpu=2 ** 40)
     node = {"zone": "z1", "tree_index": 3, "has_node": True, "generation": 9, "pods": 1,

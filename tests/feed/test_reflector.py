@@ -13,7 +13,7 @@ from feedhelpers import (WAIT, GatedSleep, RecordingApi, cluster_state, item_for
                          pod_body, wait_reflector)
 from kubernetes import client
 
-from dashboard.feed.reflector import ListPage, Reflector, Relisted, Watched, _continue_in_head
+from common.reflector import ListPage, Reflector, Relisted, Watched, _continue_in_head
 
 
 def unbound_pods(sim):

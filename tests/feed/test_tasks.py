@@ -10,12 +10,12 @@ import pytest
 from celery.contrib.testing.worker import start_worker
 from celery.exceptions import SoftTimeLimitExceeded
 
-from dashboard import tasks
-from dashboard.celery import app
-from dashboard.extender import bindsender
-from dashboard.extender.bindsender import BindSender
-from dashboard.extender.statuses import annotated_node
-from dashboard.feed.runner import publish_binds
+from owner.extender import bindsender
+from owner.extender.bindsender import BindSender
+from owner.extender.statuses import annotated_node
+from owner.runner import publish_binds
+from schedview.celery import app
+from worker import tasks
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster, make_pod
 from simcluster.status import ApiError

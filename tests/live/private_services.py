@@ -8,8 +8,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from dashboard import embedded_redis
-from dashboard.redis_urls import unix_url
+from common import embedded_redis
+from common.redis_urls import unix_url
 
 from livestack import free_port
 

@@ -11,11 +11,11 @@ from django.conf import settings
 from django.test import override_settings
 from kubernetes import client, config
 
-from dashboard.feed.leader import LEASE
-from dashboard.models import ComparerRun, Transition
-from dashboard.owner_client import send
-from dashboard.pools.transport import read_status
-from dashboard.redis_urls import redis_settings
+from common.owner_client import send
+from common.pools_transport import read_status
+from common.redis_urls import redis_settings
+from db.models import ComparerRun, Transition
+from owner.leader import LEASE
 from wire.clients import redis_client
 from wire.keys import OWNER_LEASE
 

@@ -21,8 +21,8 @@ import orjson
 import pytest
 from kubernetes import client, config
 
-from dashboard.models import ComparerRun
-from dashboard.owner_client import send
+from common.owner_client import send
+from db.models import ComparerRun
 from simcluster.generate import make_node
 from wire.commands import CommandError
 
@@ -45,7 +45,7 @@ def free_port() -> int:
 def start_web(stack) -> str:
     port = free_port()
     stack.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                        "dashboard.asgi:application"])
+                        "schedview.asgi:application"])
     url = f"http://127.0.0.1:{port}"
 
     def answers():

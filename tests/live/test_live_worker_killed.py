@@ -15,7 +15,7 @@ import psutil
 import pytest
 from kubernetes import client, config
 
-from dashboard.models import Transition
+from db.models import Transition
 
 from livestack import Stack, child_env, clear_redis, new_pod, state_of, synced_owner
 from tests.waiting import wait_for
@@ -41,7 +41,7 @@ def stack(redis_url, transactional_db, tmp_path):
 
 
 def worker(stack, name):
-    return stack.start(name, [sys.executable, "-m", "celery", "-A", "dashboard", "worker",
+    return stack.start(name, [sys.executable, "-m", "celery", "-A", "schedview", "worker",
                               "--loglevel", "INFO", "--concurrency", "2",
                               "--hostname", f"{name}@%h"])
 

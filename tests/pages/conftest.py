@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import CacheOwner
-from dashboard.feed.projection import ProjectionWriter
+from owner.commands import CommandServer
+from owner.owner import CacheOwner
+from owner.projection import ProjectionWriter
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 from tests.decoded_feed import synced_items

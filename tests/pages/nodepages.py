@@ -10,8 +10,8 @@ from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 from django.conf import settings
 
-from dashboard.asgi import application
-from dashboard.models import NodeRecord, PodRecord, SnapshotSample, Transition
+from db.models import NodeRecord, PodRecord, SnapshotSample, Transition
+from schedview.asgi import application
 from wire.clients import redis_client
 from wire.keys import EVENTS_GROUP, OWNER_STATUS
 from wire.live import events_message

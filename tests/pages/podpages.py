@@ -2,7 +2,7 @@
 from datetime import datetime, timedelta, timezone as tz
 from itertools import count
 
-from dashboard.models import NodeRecord, PodRecord, Transition
+from db.models import NodeRecord, PodRecord, Transition
 
 MIB = 1024**2
 GIB = 1024**3
@@ -41,7 +41,7 @@ def transition(uid, kind, from_state, to_state, *, cause="watch", actor="", node
 async def connect(path, headers):
     """A logged-in socket, past the push that follows its connect."""
     from channels.testing import WebsocketCommunicator
-    from dashboard.asgi import application
+    from schedview.asgi import application
     communicator = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await communicator.connect()
     assert connected, code

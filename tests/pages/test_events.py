@@ -5,8 +5,8 @@ from html import unescape
 import pytest
 from django.http import QueryDict
 
-from dashboard import event_reads
-from dashboard.models import Transition
+from db.models import Transition
+from web import event_reads
 from nodepages import event, get, transition
 
 pytestmark = pytest.mark.django_db

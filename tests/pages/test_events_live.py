@@ -4,8 +4,8 @@ a lost flush is filled from the history, and bad input changes nothing."""
 import pytest
 from channels.db import database_sync_to_async
 
-from dashboard import event_reads
-from dashboard.consumers import BAD_INPUT
+from web import event_reads
+from web.consumers import BAD_INPUT
 from nodepages import WAIT, event, flush, refused, socket, transition
 
 pytestmark = pytest.mark.django_db(transaction=True)

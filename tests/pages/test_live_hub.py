@@ -6,8 +6,8 @@ import pytest_asyncio
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from dashboard import live_hub
-from dashboard.pod_consumers import PodDetailConsumer
+from web import live_hub
+from web.pod_consumers import PodDetailConsumer
 from wire.keys import EVENTS_GROUP
 from wire.live import events_message
 

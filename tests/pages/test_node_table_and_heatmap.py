@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from dashboard import heatmap
-from dashboard.heatmap import heat_map, level
-from dashboard.models import NodeRecord
-from dashboard.node_query import BadNodeFilter, NodeFilters
+from db.models import NodeRecord
+from web import heatmap
+from web.heatmap import heat_map, level
+from web.node_query import BadNodeFilter, NodeFilters
 from nodepages import get, node
 
 pytestmark = pytest.mark.django_db

@@ -6,10 +6,10 @@ import re
 import pytest
 from django.conf import settings
 
-from dashboard import node_reads, read_model
-from dashboard.node_query import NodeFilters
-from dashboard.feed.commands import CommandServer
-from dashboard.feed.owner import CacheOwner
+from owner.commands import CommandServer
+from owner.owner import CacheOwner
+from web import node_reads, read_model
+from web.node_query import NodeFilters
 from nodepages import GIB, MIB, get, node, pod, report_owner, resources, squash
 from schedcache import Cache
 from wire.clients import redis_client

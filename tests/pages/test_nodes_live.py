@@ -6,10 +6,10 @@ import pytest
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from dashboard import read_model
-from dashboard.consumers import BAD_INPUT
-from dashboard.feed.commands import CommandServer
-from dashboard.models import NodeRecord
+from db.models import NodeRecord
+from owner.commands import CommandServer
+from web import read_model
+from web.consumers import BAD_INPUT
 from nodepages import WAIT, event, flush, node, refused, report_owner, sample, socket, T0
 from wire.clients import redis_client
 from wire.keys import OWNER_COMMANDS, OWNER_STATUS

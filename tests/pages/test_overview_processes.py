@@ -3,8 +3,8 @@ the supervisor's children with their restarts."""
 import pytest
 from django.conf import settings
 
-from dashboard import supervised
-from dashboard.feed.leader import LeaderLease
+from common import supervised
+from owner.leader import LeaderLease
 from wire.clients import redis_client
 from wire.keys import OWNER_LEASE, SUPERVISOR_CHILDREN
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from dashboard.models import AuditAction, PodRecord
+from db.models import AuditAction, PodRecord
 from tests.waiting import wait_for
 
 

@@ -6,10 +6,10 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
 
-from dashboard.asgi import application
-from dashboard.live_hub import PUSH_INTERVAL
-from dashboard.models import PodRecord
-from dashboard.pod_consumers import BAD_FILTER
+from db.models import PodRecord
+from schedview.asgi import application
+from web.live_hub import PUSH_INTERVAL
+from web.pod_consumers import BAD_FILTER
 from wire.keys import EVENTS_GROUP
 from wire.live import events_message
 

@@ -1,7 +1,7 @@
 """The confirmation's arithmetic: a node's aggregates before and after one pod leaves it."""
 import pytest
 
-from dashboard.action_preview import Aggregates, preview
+from web.action_preview import Aggregates, preview
 from podpages import MIB, node, pod
 
 pytestmark = pytest.mark.django_db

@@ -4,9 +4,9 @@ from datetime import timedelta
 import pytest
 from django.http import QueryDict
 
-from dashboard.models import PodRecord
-from dashboard.pod_query import (MAX_PER_PAGE, BadFilter, PodFilters, encode_cursor,
-                                 namespaces, query_pods)
+from db.models import PodRecord
+from web.pod_query import (MAX_PER_PAGE, BadFilter, PodFilters, encode_cursor,
+                           namespaces, query_pods)
 from podpages import T0, pod
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from dashboard.models import AuditAction, PodRecord
+from db.models import AuditAction, PodRecord
 from podpages import T0, node, pod, transition
 
 pytestmark = pytest.mark.django_db
@@ -155,7 +155,7 @@ def test_the_timeline_lists_every_transition_newest_first_with_cause_and_actor(v
 
 
 def test_a_timeline_whose_beginning_was_pruned_says_so(viewer_client):
-    from dashboard import history_retention
+    from worker import history_retention
     assumed_then_added("old")
     assumed_then_added("young")
     history_retention.prune(keep=4)      # old keeps only its confirmation, young all three

@@ -4,7 +4,7 @@ from datetime import timedelta
 
 import pytest
 
-from dashboard import snapshot_reads
+from web import snapshot_reads
 from nodepages import T0, get, node, sample, squash
 
 pytestmark = pytest.mark.django_db

@@ -5,9 +5,9 @@ import asyncio
 import pytest
 from channels.testing import WebsocketCommunicator
 
-from dashboard.asgi import application
-from dashboard.consumers import BAD_INPUT
-from dashboard.extender import status_reads
+from schedview.asgi import application
+from web.consumers import BAD_INPUT
+from web.statuses import status_reads
 from simcluster.generate import make_pod
 from tests.extender.statusworld import NAMESPACE, filter_call, scheduled  # noqa: F401
 from tests.pages.nodepages import squash

@@ -3,8 +3,8 @@ position as the owner reports it (NodeTree.position() in its status)."""
 import pytest
 from django.conf import settings
 
-from dashboard import node_reads, read_model
-from dashboard.feed.owner import CacheOwner
+from owner.owner import CacheOwner
+from web import node_reads, read_model
 from nodepages import get, node, report_owner, resources, squash
 from schedcache import Cache
 from schedcache.nodetree import NodeTree

@@ -13,8 +13,8 @@ from urllib.parse import quote, urlencode
 import pytest
 from django.test import Client
 
-from dashboard.api import api
-from dashboard.models import AuditAction
+from db.models import AuditAction
+from web.api import api
 from hostile import STRINGS, bodies, field_bodies, unchanged_state
 from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from django.test import Client
 
-from dashboard.models import PodRecord
+from db.models import PodRecord
 from hostile import MARKUP
 from tests.waiting import wait_for
 

@@ -11,7 +11,7 @@ import time
 import orjson
 import pytest
 
-from dashboard.owner_client import send
+from common.owner_client import send
 from hostile import STRINGS, bodies, field_bodies
 
 pytestmark = pytest.mark.timeout(300)

@@ -13,7 +13,7 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from dashboard.models import AuditAction
+from db.models import AuditAction
 from hostile import MARKUP, STRINGS, VALUES, bodies, unchanged_state
 from routes import PARAMETER, private_http_routes, websocket_routes
 from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
@@ -137,7 +137,7 @@ FRAMES = [frame for frame in STRINGS + [body.decode(errors="replace") for _, bod
 
 
 async def hostile_socket(path, headers, failures, frames=()):
-    from dashboard.asgi import application
+    from schedview.asgi import application
     socket = WebsocketCommunicator(application, path, headers=headers)
     try:
         connected, code = await socket.connect(timeout=10)

@@ -72,7 +72,7 @@ SAME_SITE = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
 
 
 async def handshake(route: str, headers) -> tuple[bool, int | None]:
-    from dashboard.asgi import application
+    from schedview.asgi import application
     socket = WebsocketCommunicator(application, fill(route), headers=headers)
     connected, code = await socket.connect(timeout=5)
     if connected:

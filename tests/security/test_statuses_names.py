@@ -6,7 +6,7 @@ import re
 import pytest
 from django.conf import settings
 
-from dashboard.owner_client import send
+from common.owner_client import send
 from simcluster.generate import make_node, make_pod
 from tests.api.apihelpers import OwnerThread, clear_commands
 from tests.extender.statusworld import filter_call

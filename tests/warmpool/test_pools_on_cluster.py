@@ -6,8 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from kubernetes import client
 
-from dashboard.pools.claimer import ApiClaimer
-from dashboard.pools.feed import PoolFeed, pool_reflector
+from pools.claimer import ApiClaimer
+from pools.feed import PoolFeed, pool_reflector
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
 from simcluster.patch import MERGE

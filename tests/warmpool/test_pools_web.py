@@ -10,9 +10,9 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 from kubernetes import client
 
-from dashboard.asgi import application
-from dashboard.pools import transport
-from dashboard.pools.runner import PoolsProcess
+from common import pools_transport as transport
+from pools.runner import PoolsProcess
+from schedview.asgi import application
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
 from simcluster.patch import MERGE

@@ -1,12 +1,14 @@
 """What the processes exchange is named in wire/ alone, and the web and the workers ask
-the owner through dashboard/owner_client.py alone: checked in the source, so that a new
+the owner through common/owner_client.py alone: checked in the source, so that a new
 key or a new sender elsewhere fails here rather than drifting."""
 import ast
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = [path for package in ("dashboard", "bench") for path in (ROOT / package).rglob("*.py")
+SOURCES = [path for package in ("common", "db", "launcher", "owner", "pools", "schedview",
+                                "standin", "web", "worker",
+                                "bench") for path in (ROOT / package).rglob("*.py")
            if "migrations" not in path.parts]
 
 
@@ -20,7 +22,7 @@ def test_no_module_outside_wire_names_a_redis_key():
              for path in SOURCES for value in strings(ast.parse(path.read_text()))
              if re.fullmatch(r"schedview:[\w:.-]+", value)}
     # a key of the process's own Django cache, which no other process reads
-    assert named == {("dashboard/health.py", "schedview:health")}
+    assert named == {("web/health.py", "schedview:health")}
 
 
 def test_only_the_owner_client_sends_the_owner_commands():
@@ -28,7 +30,7 @@ def test_only_the_owner_client_sends_the_owner_commands():
     for path in SOURCES:
         for node in ast.walk(ast.parse(path.read_text())):
             imported = (isinstance(node, ast.ImportFrom)
-                        and node.module in ("dashboard.owner_client", "wire.requests")
+                        and node.module in ("common.owner_client", "wire.requests")
                         and {a.name for a in node.names} & {"send", "send_many", "RequestClient"})
             called = (isinstance(node, ast.Attribute) and node.attr in ("send", "send_many")
                       and isinstance(node.value, ast.Name) and node.value.id == "owner_client")
@@ -36,4 +38,4 @@ def test_only_the_owner_client_sends_the_owner_commands():
                 senders.add(str(path.relative_to(ROOT)))
     # The benches stand in for the web; the pools' claims are another protocol's requests.
     assert sorted(senders) == ["bench/extender_bench.py", "bench/ui_bench.py",
-                               "dashboard/owner_client.py", "dashboard/pools/transport.py"]
+                               "common/owner_client.py", "common/pools_transport.py"]

@@ -1,0 +1,1 @@
+"""`manage.py up`: every process of the embedded default as a supervised child."""

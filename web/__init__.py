@@ -1,0 +1,1 @@
+"""The web process (daphne serving schedview.asgi): pages, live consumers, the REST API."""

@@ -1,0 +1,1 @@
+"""The extender's statuses page, its live consumer and the reads behind them and REST."""
