@@ -31,7 +31,7 @@ from simcluster.generate import generate_cluster  # noqa: E402
 from common.probes import ProbeServer  # noqa: E402
 from owner.commands import CommandServer  # noqa: E402
 from owner.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
-from owner.extender.statuses import BIND_INFO_ANNOTATION  # noqa: E402
+from wire.extender import BIND_INFO_ANNOTATION
 from owner.owner import CacheOwner  # noqa: E402
 
 

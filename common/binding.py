@@ -24,7 +24,7 @@ from django.conf import settings
 
 from common import binding_metrics, kube
 from common.kube_http import KubeHttp, Unreachable, pod_path, status_message
-from owner.extender.statuses import bind_info_annotation
+from wire.extender import bind_info_annotation
 
 log = logging.getLogger(__name__)
 

@@ -47,8 +47,10 @@ class KubeHttp:
         self._auth = ({}, float("-inf"))   # (headers, clock time they were made)
 
     def request(self, method: str, path: str, body: bytes = None,
-                content_type: str = "application/json", timeout: float = None) -> tuple:
-        """Send one request to `path` (below the server's prefix) and read its answer."""
+                content_type: str = "application/json", timeout: float = None,
+                query: str = "") -> tuple:
+        """Send one request to `path` (below the server's prefix; `query` encoded) and read
+        its answer."""
         headers = dict(self._headers())
         if body is not None:
             headers["Content-Type"] = content_type
@@ -56,7 +58,8 @@ class KubeHttp:
         for fresh in (False, True):
             conn = self._connection(fresh, self.timeout if timeout is None else timeout)
             try:
-                conn.request(method, self.prefix + path, body=body, headers=headers)
+                target = f"{self.prefix}{path}?{query}" if query else self.prefix + path
+                conn.request(method, target, body=body, headers=headers)
                 response = conn.getresponse()
                 return response.status, response.read()
             except _STALE as error:

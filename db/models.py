@@ -201,7 +201,7 @@ class HealthSample(models.Model):
 
     at = models.DateTimeField(db_index=True)
     period = models.FloatField()
-    level = models.CharField(max_length=8)            # ok, warn or fail (web.health)
+    level = models.CharField(max_length=8)            # ok, warn or fail (common.health)
     problems = models.JSONField(default=dict)         # the checks not ok: name -> level
     pending = models.IntegerField(null=True)
     assumed = models.IntegerField(null=True)

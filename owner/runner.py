@@ -32,12 +32,15 @@ from owner.extender.handlers import command_handlers, verb_handlers
 from owner.extender.listener import ExtenderListener
 from owner.extender.listener_tls import ExtenderTLS
 from owner.extender.owner_calls import OwnerCalls
-from owner.extender.statuses import BIND_INFO_ANNOTATION, PodScheduleStatuses
+from owner.extender.statuses import PodScheduleStatuses
 from owner.owner import CacheOwner
 from owner.projection import ProjectionWriter
 from owner.publisher import Publisher
+from schedview.celery import app as celery_app
+from wire.extender import BIND_INFO_ANNOTATION
 from wire.keys import OWNER_SEQ
 from wire.lease import holder_name
+from wire.tasks import BIND_PODS
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +124,7 @@ def build_owner(redis, writer, clock=time.time) -> CacheOwner:
 
 def publish_binds(batch):
     """The extender's binds go out through the same Celery path as every other bind."""
-    from worker.tasks import bind_pods
-    bind_pods.delay(batch)
+    celery_app.send_task(BIND_PODS, args=(batch,))
 
 
 def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:

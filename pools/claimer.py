@@ -27,10 +27,11 @@ class ApiClaimer:
         self.http = KubeHttp(configuration, timeout, clock)
 
     def __call__(self, pod, options, claim_id) -> dict:
-        path = f"{pod_path(pod.namespace, pod.name)}?fieldManager={FIELD_MANAGER}"
         body = orjson.dumps(claim_patch(pod, options, claim_id))
         try:
-            status, data = self.http.request("PATCH", path, body, STRATEGIC_MERGE)
+            status, data = self.http.request("PATCH", pod_path(pod.namespace, pod.name),
+                                             body, STRATEGIC_MERGE,
+                                             query=f"fieldManager={FIELD_MANAGER}")
         except Unreachable as error:
             raise ClaimRefused(str(error)) from None
         if status == 409:

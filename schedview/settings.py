@@ -248,7 +248,7 @@ if not 0 < SCHEDVIEW_BIND_STUCK_AFTER <= SCHEDVIEW_BIND_DEADLINE:
 # How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
 SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
 
-# --- health, probes, metrics (web/health.py, common/probes.py) ---------------------
+# --- health, probes, metrics (common/health.py, common/probes.py) ---------------------
 def _pair(name, default):
     """A "warn,fail" pair of thresholds: warn from the first, fail from the second."""
     values = env.list(name, cast=float, default=default)

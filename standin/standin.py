@@ -69,7 +69,7 @@ from schedcache import CacheError
 from scheduling import predicates, preemption
 from scheduling.podview import PodView
 
-from owner.extender.listener import PREFIX, parse_address
+from wire.extender import PREFIX, parse_address
 from .standin_queue import SchedulingQueue
 from .standin_view import ClusterView
 

@@ -2,7 +2,7 @@
 from Kubernetes objects: so tests feed the owner through the production path, with the
 annotations production keeps."""
 from owner.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
-from owner.extender.statuses import BIND_INFO_ANNOTATION
+from wire.extender import BIND_INFO_ANNOTATION
 
 KEPT = (BIND_INFO_ANNOTATION,)
 

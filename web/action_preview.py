@@ -14,7 +14,7 @@ non-zero request counts the pod's sum as one container would: 100m cpu and
 from dataclasses import dataclass
 
 from db.models import NodeRecord, PodRecord
-from web.read_model import cpu_text, memory_text
+from common.read_model import cpu_text, memory_text
 from schedcache.resource import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 
 

@@ -13,7 +13,9 @@ import logging
 
 from common import owner_client
 from common.owner_client import TIMEOUT
+from schedview.celery import app as celery_app
 from wire.commands import CommandError
+from wire.tasks import BIND_POD
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +29,6 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
     Returns the owner's result ({"uid", "node", "forced_past", "before", "after"}: the
     node's aggregates before and after) plus "task_id", the bind task's id.
     """
-    from worker.tasks import bind_pod
-
     args = {"namespace": namespace, "name": name, "node": node, "force": force}
     try:
         result = owner_client.assume(namespace, name, node, force=force, actor=actor,
@@ -38,7 +38,7 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
         raise
     uid = result["uid"]
     try:
-        task = bind_pod.delay(uid, namespace, name, node)
+        task = celery_app.send_task(BIND_POD, args=(uid, namespace, name, node))
     except Exception as e:
         error = _unqueued(uid, node, e, actor)
         _audit(actor, "schedule", uid, node, error, {**args, "status": error.status})

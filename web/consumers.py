@@ -14,8 +14,8 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.template.loader import render_to_string
 
-from web import (event_reads, health, heatmap, live_hub, node_query, node_reads,
-                 read_model, snapshot_reads, views)
+from common import health, read_model
+from web import event_reads, heatmap, live_hub, node_query, node_reads, snapshot_reads, views
 from wire.keys import EVENTS_GROUP
 
 BAD_INPUT = 4400     # close code: the socket's URL asked for something that cannot be shown

@@ -21,7 +21,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from db.models import HealthSample
-from web import health, health_series
+from common import health
+from web import health_series
 from web.api.auth import BearerToken
 
 LEVEL_VALUE = {health.OK: 0, health.WARN: 1, health.FAIL: 2}

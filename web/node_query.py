@@ -13,7 +13,7 @@ from django.db.models.fields.json import KeyTransform
 
 from db.models import NodeRecord
 from web.query_params import query_string, texts, whole_number
-from web.read_model import MAX_PAGE
+from common.read_model import MAX_PAGE
 
 MAX_TEXT = 316            # a qualified label key (253 prefix + "/" + 63 name) or a value
 RESOURCES = {"cpu": "cpu_percent", "memory": "memory_percent", "gpu": "gpu_percent"}

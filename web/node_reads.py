@@ -15,9 +15,9 @@ from django.utils import timezone
 
 from common import owner_client
 from db.models import NodeRecord, PodRecord, PodState
-from web import read_model
+from common import read_model
 from web.node_query import NodeFilters
-from web.read_model import (GIB, OwnerStatus, Usage, ago, cpu, memory, owner_status,
+from common.read_model import (GIB, OwnerStatus, Usage, ago, cpu, memory, owner_status,
                             resource_sums, usages)
 from wire.commands import CommandError
 

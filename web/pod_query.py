@@ -30,7 +30,7 @@ from django.db.models.expressions import RawSQL
 
 from db.models import PodRecord, PodState
 from web.query_params import query_string, texts, whole_number
-from web.read_model import MAX_PAGE, STATES, ago, cpu_text, memory_text
+from common.read_model import MAX_PAGE, STATES, ago, cpu_text, memory_text
 
 PER_PAGE = 50
 MAX_PER_PAGE = 500

@@ -12,7 +12,8 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from web import actions, read_model
+from common import read_model
+from web import actions
 from web.action_preview import preview
 from web.api.auth import ACT_PERMISSION
 from web.pod_history import pod_history

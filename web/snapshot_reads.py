@@ -14,7 +14,7 @@ import orjson
 from django.utils import timezone
 
 from db.models import NodeRecord, SnapshotSample
-from web.read_model import ago
+from common.read_model import ago
 
 CHART_SAMPLES = 300   # the latest samples drawn (5 minutes at one a second)
 NODES_SHOWN = 100     # in each list of nodes

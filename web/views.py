@@ -1,7 +1,7 @@
 """The pages. Each renders a whole page, or for an htmx request only the
 partial the page is built from, so a page and its fragment never differ.
 
-They show the read model the cache owner writes (`web.read_model`,
+They show the read model the cache owner writes (`common.read_model`,
 `node_reads`, `snapshot_reads`, `event_reads`). Bad input gets the page with
 what was wrong (400), an unknown node its page saying so (404)."""
 from django.shortcuts import render
@@ -9,8 +9,8 @@ from django.views.decorators.http import require_GET
 
 from django.conf import settings
 
-from web import (event_reads, health_series, heatmap, node_query, node_reads, read_model,
-                 snapshot_reads)
+from common import read_model
+from web import event_reads, health_series, heatmap, node_query, node_reads, snapshot_reads
 
 
 def render_page(request, template: str, partial: str, context: dict, status: int = 200):

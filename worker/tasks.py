@@ -32,8 +32,9 @@ from common import kube, owner_client
 from common.binding import FINISH, FORGET, RETRY, bind_once
 from common.owner_client import finish_command, forget_command, settle_binds
 from standin import standin
-from web import health
+from common import health
 from worker import history_retention
+from wire.tasks import BIND_POD, BIND_PODS
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def _forget(uid: str, node: str, reason: str) -> tuple:
     return forget_command(uid, node, reason)
 
 
-@shared_task(name="worker.tasks.bind_pod", **BIND_TASK)
+@shared_task(name=BIND_POD, **BIND_TASK)
 def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
     """Bind one assumed pod and tell the owner; returns "finish" or "forget" (what the
     owner was told). A bind to try again is Celery's retry of this task."""
@@ -98,7 +99,7 @@ def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
     return FINISH if command[0] == "finish_binding" else FORGET
 
 
-@shared_task(name="worker.tasks.bind_pods", **BIND_TASK)
+@shared_task(name=BIND_PODS, **BIND_TASK)
 def bind_pods(self, batch: list) -> dict:
     """Bind many assumed pods, [[uid, namespace, name, node], ...], in one task: one
     Celery message and one RPUSH of their commands instead of one of each per pod.

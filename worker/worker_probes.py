@@ -29,7 +29,7 @@ def serve_probes() -> ProbeServer | None:
     process serves; ready when the broker (Redis) answers."""
     if not settings.SCHEDVIEW_PROBE_ADDRESS:
         return None
-    from web.health import redis_error
+    from common.health import redis_error
     return ProbeServer(settings.SCHEDVIEW_PROBE_ADDRESS, lambda: None, redis_error,
                        registry()).start()
 

@@ -1,18 +1,15 @@
-"""The scheduler extender (kube-scheduler's filter/bind/preempt), run inside the cache owner.
+"""kube-scheduler's extender (filter, bind, preempt), run inside the cache owner.
 
-`core.Extender` answers the extender API's JSON; `statuses.PodScheduleStatuses`
-keeps what it decided per pod (as HiveD does); `bindsender.BindSender` publishes
-its binds off the owner's thread. No Django in those: kube-scheduler reaches them
-on the owner's own listener (`listener.py`, handing calls to the owner's thread
-through `owner_calls.py`), or through the web's views (`views.py`, listed in the
-REST schema by `api.py`), which forward over the command channel
-(`handlers.command_handlers`); both answer by `answers.py`. The statuses page (`pages.py`, live by
-`consumer.py`) and REST read the statuses through `status_reads.py`. Where there is
-no kube-scheduler (the embedded default), `standin.py` calls the extender as it would.
+`core.Extender` decides on the owner's cache and answers the extender API's JSON;
+`statuses.PodScheduleStatuses` keeps what it decided per pod (as HiveD does). The
+listener (`listener.py` on cheroot, `listener_app.py`, `listener_tls.py`) hands each
+call to the owner's thread through `owner_calls.py`, and `answers.py` turns the result
+into the answer (a bind's Binding posted in the listener's thread). `handlers.py` names
+the verbs and the statuses commands the web asks for; `bindsender.BindSender` queues
+the binds nobody waits for, off the owner's thread. No Django here.
 """
 from .core import Extender, ExtenderUserError
-from .statuses import (BIND_INFO_ANNOTATION, PodScheduleStatus, PodScheduleStatuses,
-                       TransitionError, Victim, bind_info_annotation)
+from .statuses import PodScheduleStatus, PodScheduleStatuses, TransitionError, Victim
 
-__all__ = ["BIND_INFO_ANNOTATION", "Extender", "ExtenderUserError", "PodScheduleStatus",
-           "PodScheduleStatuses", "TransitionError", "Victim", "bind_info_annotation"]
+__all__ = ["Extender", "ExtenderUserError", "PodScheduleStatus", "PodScheduleStatuses",
+           "TransitionError", "Victim"]

@@ -9,14 +9,13 @@ other processes ask over Redis: the statuses page and REST read the statuses wit
     owner.register(command_handlers(extender))
 """
 from wire.commands import CommandError
+from wire.extender import MAX_LIMIT, STATES
 
 from .core import Extender, ExtenderUserError
 from .statuses import TransitionError
 
-from .statuses import STATES
 
 OPS = ("extender_status", "extender_statuses")
-MAX_LIMIT = 1000
 
 
 def _guarded(call, with_actor=False):

@@ -18,7 +18,9 @@ import threading
 from cheroot import wsgi
 from cheroot.server import HTTPConnection
 
-from .listener_app import MAX_BODY, PREFIX, ExtenderApp
+from wire.extender import PREFIX, parse_address
+
+from .listener_app import MAX_BODY, ExtenderApp
 from .listener_tls import ExtenderTLS
 from .owner_calls import OwnerCalls
 
@@ -101,12 +103,6 @@ class _Server(wsgi.Server):
     def error_log(self, msg="", level=logging.INFO, traceback=False):
         """cheroot's own reports (a dropped connection, a failing request) to our log."""
         log.log(level, "%s", msg, exc_info=traceback)
-
-
-def parse_address(address: str) -> tuple[str, int]:
-    """host:port -> (host, port); settings.py checked the form."""
-    host, _, port = address.rpartition(":")
-    return host, int(port)
 
 
 class ExtenderListener:

@@ -17,10 +17,11 @@ from http import HTTPStatus
 
 import orjson
 
+from wire.extender import PREFIX
+
 from .answers import VERB_OPS, answer
 from .owner_calls import OwnerCalls
 
-PREFIX = "/extender/"
 # A filter without nodeCacheCapable carries whole Nodes: 5,000 of them are about 25 MB.
 MAX_BODY = 32 * 1024 * 1024
 _USAGE = f"POST {PREFIX}{{{','.join(VERB_OPS)}}}"

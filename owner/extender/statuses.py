@@ -24,14 +24,13 @@ Restoring is not a transition and bypasses the table above.
 Pure Python: no Django, no I/O.
 """
 from dataclasses import dataclass, field
-import json
 import threading
 from types import MappingProxyType
 from typing import Iterable, Mapping, Optional
 
-WAITING, PREEMPTING, BINDING, BOUND = "Waiting", "Preempting", "Binding", "Bound"
+from wire.extender import BINDING, BOUND, PREEMPTING, STATES, WAITING, annotated_node
+
 UNKNOWN = "Unknown"
-STATES = (WAITING, PREEMPTING, BINDING, BOUND)
 ALLOCATED = frozenset((BINDING, BOUND))
 
 ALLOWED = MappingProxyType({
@@ -42,30 +41,8 @@ ALLOWED = MappingProxyType({
     BOUND: frozenset(),
 })
 
-BIND_INFO_ANNOTATION = "schedview.io/bind-info"
-
-
 class TransitionError(ValueError):
     """A status change HiveD's state machine does not allow; nothing was changed."""
-
-
-def bind_info_annotation(node: str) -> dict:
-    """The annotations the bind path should put on a pod it binds to `node`."""
-    return {BIND_INFO_ANNOTATION: json.dumps({"node": node}, separators=(",", ":"))}
-
-
-def annotated_node(pod) -> Optional[str]:
-    """The node named by a pod's bind-info annotation, or None (absent or malformed)."""
-    annotations = ((pod.get("metadata") or {}).get("annotations")) or {}
-    raw = annotations.get(BIND_INFO_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        info = json.loads(raw)
-    except (TypeError, ValueError):
-        return None
-    node = info.get("node") if isinstance(info, dict) else None
-    return node if isinstance(node, str) and node else None
 
 
 @dataclass(frozen=True)

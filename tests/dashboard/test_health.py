@@ -8,9 +8,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from db.models import ComparerRun, HealthSample, PodRecord, Transition
-from web import health
-from web.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
-from web.read_model import OwnerStatus
+from common import health
+from common.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
+from common.read_model import OwnerStatus
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS
 

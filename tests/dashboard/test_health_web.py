@@ -11,8 +11,9 @@ from django.core.cache import cache
 from django.test import Client
 from django.utils import timezone
 
+from common import health
 from db.models import HealthSample
-from web import health, health_series
+from web import health_series
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS
 
@@ -47,15 +48,16 @@ def test_pages_share_one_judgement_for_two_seconds(viewer_client, no_owner, monk
 
 
 def test_the_banner_fragment_alone_and_empty_when_healthy(viewer_client, redis_url):
-    redis_client(settings.REDIS_URL).set(OWNER_STATUS, orjson.dumps({"synced": True, "pending": 0,
-                                                 "at": timezone.now().timestamp()}), ex=10)
+    redis = redis_client(settings.REDIS_URL)
+    redis.set(OWNER_STATUS, orjson.dumps({"synced": True, "pending": 0,
+                                          "at": timezone.now().timestamp()}), ex=10)
     HealthSample.objects.create(at=timezone.now(), period=10, level="ok")   # beat samples
     try:
         fragment = viewer_client.get("/health/banner/", HTTP_HX_REQUEST="true")
         text = fragment.content.decode().strip()
         assert text.startswith('<div id="health-banner"') and "<ul>" not in text
     finally:
-        redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
+        redis.delete(OWNER_STATUS)
 
 
 def test_the_overview_leads_with_every_check(viewer_client, no_owner):
@@ -87,15 +89,15 @@ def test_the_api_answers_each_check(api_token, no_owner):
 
 
 def test_the_api_answers_the_feeds_lag_as_its_schema_says(api_token, redis_url):
-    redis_client().set(STATUS_KEY, orjson.dumps({"synced": True, "at": time.time(),
-                                                 "feed_backlog": 12, "feed_lag": 6.5}),
-                       ex=10)
+    redis = redis_client(settings.REDIS_URL)
+    redis.set(OWNER_STATUS, orjson.dumps({"synced": True, "at": time.time(),
+                                          "feed_backlog": 12, "feed_lag": 6.5}), ex=10)
     try:
         api = Client(HTTP_AUTHORIZATION=f"Bearer {api_token}")
         response = api.get("/api/v1/health")
         schema = api.get("/api/v1/openapi.json").json()
     finally:
-        redis_client().delete(STATUS_KEY)
+        redis.delete(OWNER_STATUS)
     body = response.json()
     assert body["feed"] == {"backlog": 12, "lag_seconds": 6.5}
     feed = next(c for c in body["checks"] if c["name"] == "feed")

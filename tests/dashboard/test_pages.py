@@ -14,7 +14,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from db.models import (ComparerRun, NodeRecord, PodRecord, SnapshotSample, Transition)
-from web import read_model
+from common import read_model
 from wire.clients import redis_client
 from wire.keys import OWNER_STATUS
 

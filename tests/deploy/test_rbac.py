@@ -1,7 +1,7 @@
 """Each role's ClusterRole grants exactly the Kubernetes API calls its code makes.
 
-The calls are found in the source (the kubernetes client's methods, and the raw HTTP the
-claimer sends), each is mapped to the roles whose process makes it and to the RBAC
+The calls are found in the source (the kubernetes client's methods, and the requests
+common/kube_http.py sends for a Binding or a claim), each is mapped to the roles whose process makes it and to the RBAC
 verbs it needs; a call the table does not know fails the test, so a new call cannot
 ship without its permission being decided."""
 import re
@@ -15,15 +15,15 @@ from tests.deploy.manifests import OVERLAYS, configmap_env, container, of_kind, 
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web", "worker",
-           "warmpool")
+           "warmpool", "wire")
 # Every API call the kubernetes client offers (each API group's methods).
 API_METHODS = {name for api in dir(client) if api.endswith("Api") and api != "ApiClient"
                for name in dir(getattr(client, api))
                if re.match(r"(connect|create|delete|list|patch|read|replace)_", name)
                and not name.endswith("_with_http_info")}
 CLIENT_CALL = re.compile(r"\.(\w+)\b")
-RAW_REQUEST = re.compile(r"\.request\(\"([A-Z]+)\", path")
-RAW_PATH = re.compile(r"/api/v1/namespaces/\{[^}]*\}/(\w+)/")
+# kube_http: request("POST", pod_path(namespace, name, "binding"), ...) -> "POST pods/binding"
+RAW_REQUEST = re.compile(r"\.request\(\"([A-Z]+)\", pod_path\([^)\"]*(?:\"(\w+)\")?\)")
 
 # (module, call) -> (roles making it in a cluster, (resource, verbs) it needs).
 # The reflector's list call is also its watch (watch=true on the same path).
@@ -33,9 +33,8 @@ CALLS = {
         ({"owner", "pools"}, ("pods", {"list", "watch"})),
     # The Binding and its read-back after a 409: the owner's listener posts kube-scheduler's
     # binds, the worker's Celery tasks the others.
-    ("common/binding.py", "create_namespaced_pod_binding"):
-        ({"owner", "worker"}, ("pods/binding", {"create"})),
-    ("common/binding.py", "read_namespaced_pod"): ({"owner", "worker"}, ("pods", {"get"})),
+    ("common/binding.py", "POST pods/binding"): ({"owner", "worker"}, ("pods/binding", {"create"})),
+    ("common/binding.py", "GET pods"): ({"owner", "worker"}, ("pods", {"get"})),
     ("pools/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
     # Only under `manage.py up` with the simulated cluster: the stand-in for kube-scheduler
     # (SCHEDVIEW_SCHEDULE_PERIOD, unset in the manifests; in a cluster kube-scheduler
@@ -58,8 +57,8 @@ def calls_in_source() -> set[tuple[str, str]]:
             text, module = path.read_text(), str(path.relative_to(ROOT))
             found |= {(module, call) for call in CLIENT_CALL.findall(text)
                       if call in API_METHODS}
-            for method in RAW_REQUEST.findall(text):
-                found |= {(module, f"{method} {resource}") for resource in RAW_PATH.findall(text)}
+            found |= {(module, f"{method} pods/{sub}" if sub else f"{method} pods")
+                      for method, sub in RAW_REQUEST.findall(text)}
     return found
 
 
@@ -93,10 +92,10 @@ def test_every_kubernetes_call_in_the_code_is_in_the_table():
 
 
 def test_the_table_reads_the_code_it_describes():
-    """The scan finds the claimer's raw PATCH and the Binding call (it can fail)."""
+    """The scan finds the claimer's PATCH, the Binding and its read-back (it can fail)."""
     found = calls_in_source()
-    assert ("pools/claimer.py", "PATCH pods") in found
-    assert ("common/binding.py", "create_namespaced_pod_binding") in found
+    assert {("pools/claimer.py", "PATCH pods"), ("common/binding.py", "POST pods/binding"),
+            ("common/binding.py", "GET pods")} <= found
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -11,7 +11,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
 APPLICATION = ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web",
-               "worker", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
+               "worker", "wire", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
 
 
 def sections() -> dict[str, set[str]]:

@@ -3,9 +3,9 @@ import json
 
 import pytest
 
-from owner.extender import (BIND_INFO_ANNOTATION, PodScheduleStatuses, TransitionError,
-                            Victim, bind_info_annotation)
+from owner.extender import PodScheduleStatuses, TransitionError, Victim
 from owner.extender.statuses import ALLOWED
+from wire.extender import BIND_INFO_ANNOTATION, bind_info_annotation
 
 from extender_builders import Bindings, bind_args, call, filter_args
 

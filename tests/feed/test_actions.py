@@ -6,8 +6,8 @@ from django.db import DatabaseError
 from kombu.exceptions import OperationalError
 
 from db.models import AuditAction
+from schedview.celery import app as celery_app
 from web import actions
-from worker import tasks
 from wire.commands import CommandError, OwnerUnavailable
 from test_commands import ServerThread, rclient  # noqa: F401  (fixtures)
 from test_tasks import NS, cluster_data, kube, nodes, sim, worker  # noqa: F401
@@ -110,7 +110,7 @@ def test_bind_that_cannot_be_queued_is_forgotten(owner, monkeypatch):
     def broker_down(*args, **kwargs):
         raise OperationalError("broker down")
 
-    monkeypatch.setattr(tasks.bind_pod, "delay", broker_down)
+    monkeypatch.setattr(celery_app, "send_task", broker_down)
     with pytest.raises(CommandError) as info:
         actions.schedule_pod(NS, "p3", "node-a", actor="dave")
     assert info.value.status == 503 and "broker down" in info.value.message

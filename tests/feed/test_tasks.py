@@ -12,7 +12,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 
 from owner.extender import bindsender
 from owner.extender.bindsender import BindSender
-from owner.extender.statuses import annotated_node
+from wire.extender import annotated_node
 from owner.runner import publish_binds
 from schedview.celery import app
 from worker import tasks

@@ -8,7 +8,8 @@ from django.conf import settings
 
 from owner.commands import CommandServer
 from owner.owner import CacheOwner
-from web import node_reads, read_model
+from common import read_model
+from web import node_reads
 from web.node_query import NodeFilters
 from nodepages import GIB, MIB, get, node, pod, report_owner, resources, squash
 from schedcache import Cache

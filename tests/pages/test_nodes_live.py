@@ -8,7 +8,7 @@ from django.conf import settings
 
 from db.models import NodeRecord
 from owner.commands import CommandServer
-from web import read_model
+from common import read_model
 from web.consumers import BAD_INPUT
 from nodepages import WAIT, event, flush, node, refused, report_owner, sample, socket, T0
 from wire.clients import redis_client

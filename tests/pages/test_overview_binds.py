@@ -8,7 +8,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from schedview.celery import app as celery_app
-from web import read_model
+from common import read_model
 from nodepages import get, squash, transition
 from wire.clients import redis_client
 

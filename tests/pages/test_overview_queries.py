@@ -6,11 +6,11 @@ import pytest
 from django.core.cache import cache
 
 from db.models import PodRecord
-from web import health
+from common import health
 from nodepages import T0, get, node, sample, transition
 
 pytestmark = pytest.mark.django_db
-HEALTH = 7   # the health banner's checks (web/health.py), on every page: fixed too
+HEALTH = 7   # the health banner's checks (common/health.py), on every page: fixed too
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,8 @@ import pytest
 from django.conf import settings
 
 from owner.owner import CacheOwner
-from web import node_reads, read_model
+from common import read_model
+from web import node_reads
 from nodepages import get, node, report_owner, resources, squash
 from schedcache import Cache
 from schedcache.nodetree import NodeTree

@@ -22,7 +22,7 @@ def test_no_module_outside_wire_names_a_redis_key():
              for path in SOURCES for value in strings(ast.parse(path.read_text()))
              if re.fullmatch(r"schedview:[\w:.-]+", value)}
     # a key of the process's own Django cache, which no other process reads
-    assert named == {("web/health.py", "schedview:health")}
+    assert named == {("common/health.py", "schedview:health")}
 
 
 def test_only_the_owner_client_sends_the_owner_commands():

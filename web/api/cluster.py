@@ -7,7 +7,7 @@ from web.api.errors import ApiError
 from web.api.schemas import (AUTH_ERRORS, READ_ERRORS, ComparerOut, ErrorOut,
                              SnapshotOut, ZonesOut, refuse_repeated)
 from web.node_reads import next_pick
-from web.read_model import last_clean, owner_status
+from common.read_model import last_clean, owner_status
 
 router = Router(tags=["cluster"])
 

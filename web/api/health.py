@@ -1,10 +1,10 @@
-"""The scheduler's health for tools: every check of `web.health`, judged now."""
+"""The scheduler's health for tools: every check of `common.health`, judged now."""
 from typing import Literal
 
 from ninja import Router, Schema
 from pydantic import Field
 
-from web import health
+from common import health
 from web.api.schemas import READ_ERRORS, example, refuse_repeated
 
 router = Router(tags=["health"])

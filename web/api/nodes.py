@@ -16,7 +16,7 @@ from web.api.errors import ApiError
 from web.api.schemas import (READ_ERRORS, ErrorOut, Filter, Name, NodeDetailOut,
                              NodePageOut, refuse_repeated)
 from web.node_query import RESOURCES, SORT_CHOICES, BadNodeFilter, NodeFilters
-from web.read_model import MAX_PAGE
+from common.read_model import MAX_PAGE
 
 router = Router(tags=["nodes"])
 

@@ -10,10 +10,10 @@ from ninja import Query, Router, Schema
 from ninja.params import Path
 from pydantic import Field
 
-from owner.extender.statuses import STATES
+from wire.extender import STATES
 from web.api.errors import ApiError
 from web.api.schemas import READ_ERRORS, ErrorOut, Name, PageInfo, example, refuse_repeated
-from web.read_model import MAX_PAGE
+from common.read_model import MAX_PAGE
 from web.statuses import status_reads
 from wire.commands import CommandError
 

@@ -13,7 +13,7 @@ from web.views import render_page
 from wire.commands import CommandError
 
 from . import status_reads
-from owner.extender.statuses import STATES
+from wire.extender import STATES
 
 TEMPLATE = "dashboard/statuses.html"
 

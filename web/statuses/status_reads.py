@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from django.core.paginator import Page, Paginator
 
 from common import owner_client
-from web.read_model import MAX_PAGE
+from common.read_model import MAX_PAGE
 
-from owner.extender.handlers import MAX_LIMIT
-from owner.extender.statuses import STATES
+from wire.extender import MAX_LIMIT, STATES
 
 PER_PAGE = 50
 MAX_PER_PAGE = MAX_LIMIT

@@ -24,7 +24,7 @@ from django.utils import timezone
 
 from common.pools_transport import read_status as read_pools_status
 from db.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
-from web.read_model import OwnerStatus, ago, bind_outcomes, owner_status, pod_counts
+from common.read_model import OwnerStatus, ago, bind_outcomes, owner_status, pod_counts
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
