@@ -57,7 +57,7 @@ def kill_tree(process):
 
 def bind_tasks(log, event):
     """Ids of the bind tasks a worker's log says were `event` (received, succeeded)."""
-    return set(re.findall(r"dashboard\.tasks\.bind_pods?\[([0-9a-f-]+)\] " + event, log))
+    return set(re.findall(r"worker\.tasks\.bind_pods?\[([0-9a-f-]+)\] " + event, log))
 
 
 class KubeScheduler:
