@@ -7,9 +7,10 @@
     pods.stop()                   # or stop.set(): run() returns promptly either way
 
 `run()` lists (paged, raw JSON through orjson; the client's model classes cost
-about 1 ms a pod) and hands the owner one `Relisted`, then watches from the
+about 1 ms a pod) and hands its sink one `Relisted`, then watches from the
 list's resourceVersion and hands it one `Watched` per ADDED/MODIFIED/DELETED
-event, forever:
+event, forever (the sink: the owner's decoder process, the pools' feed, the
+stand-in's view):
 
 - BOOKMARK only advances `resource_version`;
 - a watch answered with an ERROR event of code 410 (or an HTTP 410) relists
