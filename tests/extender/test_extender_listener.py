@@ -12,6 +12,7 @@ from common.binding import FINISH
 from owner.extender import listener as listener_module
 from owner.extender.handlers import verb_handlers
 from owner.extender.listener import ExtenderListener
+from owner.extender.listener_app import http_date
 from owner.extender.listener_tls import ExtenderTLS
 from owner.extender.owner_calls import OwnerCalls
 from extender_builders import Bindings, bind_args, filter_args, preempt_args, result_names
@@ -459,3 +460,9 @@ def test_close_answers_the_calls_in_flight_at_once_and_joins_every_thread(world,
         assert status == 200 and result["NodeNames"] == ["n1"]
     finally:
         again.close()
+
+
+def test_the_date_header_is_the_seconds_http_date():
+    assert http_date(clock=lambda: 0.2) == "Thu, 01 Jan 1970 00:00:00 GMT"
+    assert http_date(clock=lambda: 0.9) == "Thu, 01 Jan 1970 00:00:00 GMT"
+    assert http_date(clock=lambda: 86_401.0) == "Fri, 02 Jan 1970 00:00:01 GMT"
