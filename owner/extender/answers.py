@@ -33,13 +33,14 @@ _FAILED_RESULTS = {"extender_filter": _FAILED_FILTER, "extender_bind": {},
 
 
 def answer(op: str, raw: bytes, call: Callable[[str, dict], object],
-           post_binding: Callable[[str, str, str, str], tuple]) -> tuple[int, dict]:
-    """(HTTP status, JSON body) for kube-scheduler's request body `raw`, which
-    `call(op, body)` hands to the owner (raising CommandError when it refuses or fails);
-    `post_binding(uid, namespace, name, node)` -> (outcome, reason): common.binding's
-    bind_once."""
+           post_binding: Callable[[str, str, str, str], tuple],
+           decode: Callable[[bytes], object] = orjson.loads) -> tuple[int, dict]:
+    """(HTTP status, JSON body) for kube-scheduler's request body `raw`, decoded by
+    `decode`, which `call(op, body)` hands to the owner (raising CommandError when it
+    refuses or fails); `post_binding(uid, namespace, name, node)` -> (outcome, reason):
+    common.binding's bind_once."""
     try:
-        body = orjson.loads(raw)
+        body = decode(raw)
     except orjson.JSONDecodeError as exc:
         return 400, {"Error": f"the body is not JSON: {exc}"}
     if not isinstance(body, dict):

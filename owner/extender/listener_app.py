@@ -22,6 +22,7 @@ import orjson
 from wire.extender import PREFIX
 
 from .answers import VERB_OPS, answer
+from .filter_args import FilterArgsDecoder
 from .owner_calls import OwnerCalls
 
 # A filter without nodeCacheCapable carries whole Nodes: 5,000 of them are about 25 MB.
@@ -69,6 +70,7 @@ class ExtenderApp:
                  max_body: int = MAX_BODY):
         self.calls, self.owner_timeout = calls, owner_timeout
         self.post_binding, self.max_body = post_binding, max_body
+        self._filter_args = FilterArgsDecoder()
 
     def __call__(self, environ, start_response):
         try:
@@ -99,7 +101,8 @@ class ExtenderApp:
 
         def call_owner(op, body):
             return self.calls.call(op, body, self.owner_timeout, actor)
-        return answer(op, raw, call_owner, self.post_binding)
+        decode = self._filter_args if op == "extender_filter" else orjson.loads
+        return answer(op, raw, call_owner, self.post_binding, decode)
 
     def _body(self, environ, required: bool) -> bytes:
         """The request's body, at most `max_body` bytes; a chunked one cheroot decodes.
