@@ -54,11 +54,11 @@ class KubeHttp:
         headers = dict(self._headers())
         if body is not None:
             headers["Content-Type"] = content_type
+        target = f"{self.prefix}{path}?{query}" if query else self.prefix + path
         reused = getattr(self._local, "conn", None) is not None
         for fresh in (False, True):
             conn = self._connection(fresh, self.timeout if timeout is None else timeout)
             try:
-                target = f"{self.prefix}{path}?{query}" if query else self.prefix + path
                 conn.request(method, target, body=body, headers=headers)
                 response = conn.getresponse()
                 return response.status, response.read()
@@ -72,12 +72,6 @@ class KubeHttp:
                 self._local.conn = None
                 raise Unreachable(f"the API server could not be reached: {error}") from None
         raise AssertionError("unreachable")
-
-    def close(self):
-        conn = getattr(self._local, "conn", None)
-        if conn is not None:
-            conn.close()
-            self._local.conn = None
 
     def _headers(self) -> dict:
         headers, made = self._auth

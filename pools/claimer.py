@@ -7,8 +7,6 @@ kube_http (http.client, a keep-alive connection per claim thread). A CAS is neve
 applied twice: a resent CAS whose first copy did land gets 409. Django-free, for the
 benchmark and the tests.
 """
-import time
-
 import orjson
 from kubernetes import client
 
@@ -22,9 +20,8 @@ FIELD_MANAGER = "schedview-pools"
 class ApiClaimer:
     """Callable as PoolScheduler's claimer: (PoolPod, ClaimOptions, claim id) -> the pod."""
 
-    def __init__(self, configuration: client.Configuration, timeout: float = 10.0,
-                 clock=time.monotonic):
-        self.http = KubeHttp(configuration, timeout, clock)
+    def __init__(self, configuration: client.Configuration):
+        self.http = KubeHttp(configuration)
 
     def __call__(self, pod, options, claim_id) -> dict:
         body = orjson.dumps(claim_patch(pod, options, claim_id))

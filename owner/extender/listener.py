@@ -1,7 +1,7 @@
 """kube-scheduler's extender verbs served by the cache owner itself, as HiveD serves them.
 
-Through the web a call crossed daphne, Django and a Redis round trip to the owner. Here
-cheroot (CherryPy's HTTP/1.1 server: threaded, in-process) serves `ExtenderApp`, which
+The owner serves them, not the web, so a call crosses no daphne, Django or Redis round
+trip: cheroot (CherryPy's HTTP/1.1 server: threaded, in-process) serves `ExtenderApp`, which
 hands each call to the owner's thread; kube-scheduler keeps its connections alive and
 reuses them for every verb. Only the leader listens (a standby holds no cache).
 
