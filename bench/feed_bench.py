@@ -22,26 +22,27 @@ import argparse
 import functools
 import gc
 import os
-from pathlib import Path
 import resource
 import sys
 import threading
 import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
 
 django.setup()
 
-from benchkit import (cluster_pods, core_api as api, line, percentile, served_cluster,  # noqa: E402
-                      sync)
+from benchkit import cluster_pods, core_api as api, line, percentile, served_cluster, sync  # noqa: E402
 from bind_bench import cpu_seconds  # noqa: E402
+
 from schedcache import Cache  # noqa: E402
-from owner.decoder import DecoderProcess  # noqa: E402
-from owner.owner import CacheOwner  # noqa: E402
-from owner.runner import list_for_comparison, tune_gc  # noqa: E402
+
+from dashboard.owner.decoder import DecoderProcess  # noqa: E402
+from dashboard.owner.owner import CacheOwner  # noqa: E402
+from dashboard.owner.runner import list_for_comparison, tune_gc  # noqa: E402
 
 
 class Recorder:

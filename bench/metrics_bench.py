@@ -17,7 +17,7 @@ import time
 import urllib3
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
 
@@ -25,14 +25,15 @@ django.setup()
 
 from benchkit import line, percentile  # noqa: E402
 from prometheus_client import REGISTRY  # noqa: E402
+
 from schedcache import Cache  # noqa: E402
 from simcluster.generate import generate_cluster  # noqa: E402
 
-from common.probes import ProbeServer  # noqa: E402
-from owner.commands import CommandServer  # noqa: E402
-from owner.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
-from wire.extender import BIND_INFO_ANNOTATION
-from owner.owner import CacheOwner  # noqa: E402
+from dashboard.owner.commands import CommandServer  # noqa: E402
+from dashboard.owner.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
+from dashboard.owner.owner import CacheOwner  # noqa: E402
+from dashboard.runtime.probes import ProbeServer  # noqa: E402
+from dashboard.wire.extender import BIND_INFO_ANNOTATION
 
 
 def synced_owner(nodes: int, pods: int) -> CacheOwner:

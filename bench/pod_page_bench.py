@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchkit import line, percentile  # noqa: E402
-from ui_bench import REST_QUERIES, configure, fill_read_model, fill_nodes, last_cursor  # noqa: E402
+from ui_bench import REST_QUERIES, configure, fill_nodes, fill_read_model, last_cursor  # noqa: E402
 
 
 def percentiles(timings) -> str:
@@ -38,8 +38,8 @@ def bench(requests: int):
     from django.template.loader import render_to_string
     from django.test import Client
 
-    from web.pod_query import PodFilters, query_pods
-    from web.pod_views import pod_list_context
+    from dashboard.web.pods.query import PodFilters, query_pods
+    from dashboard.web.pods.views import pod_list_context
 
     user, _ = get_user_model().objects.get_or_create(username="pod-page-bench")
     client = Client(SERVER_NAME="127.0.0.1")   # one of the default ALLOWED_HOSTS
@@ -79,9 +79,10 @@ def bench(requests: int):
 
 def bench_heat_map(client, requests):
     from django.template.loader import render_to_string
-    from web import heatmap
-    from db.models import NodeRecord
-    from web.views import heatmap_context
+
+    from dashboard.models import NodeRecord
+    from dashboard.web.nodes import heatmap
+    from dashboard.web.pages import heatmap_context
     nodes = NodeRecord.objects.count()
 
     def moved():
@@ -118,7 +119,8 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="pod-page-bench-") as tmp:
         redis_server = configure(Path(tmp))
         from django.db import connection
-        from db.models import NodeRecord, PodRecord
+
+        from dashboard.models import NodeRecord, PodRecord
         try:
             started = time.perf_counter()
             fill_read_model(args.pods)

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from common.reflector import Reflector, Watched  # noqa: E402
+from dashboard.kube.reflector import Reflector, Watched  # noqa: E402
 
 
 def state(url: str) -> dict:

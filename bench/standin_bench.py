@@ -12,25 +12,27 @@ HTTP included), against what listing every pod and building a cache each period 
 """
 import argparse
 import os
-from pathlib import Path
 import sys
 import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "extender"))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
 
 django.setup()
 
 from benchkit import core_api, line, percentile, served_cluster  # noqa: E402
-from fake_extender import FakeExtender  # noqa: E402
-from common.kube import read_json  # noqa: E402
-from standin import standin  # noqa: E402
-from standin.standin_view import ClusterView  # noqa: E402
+
 from schedcache import Cache  # noqa: E402
 from scheduling import DefaultAlgorithm  # noqa: E402
+
+from dashboard.kube.client import read_json  # noqa: E402
+from dashboard.standin import standin  # noqa: E402
+from dashboard.standin.standin_view import ClusterView  # noqa: E402
+from tests.dashboard.standin.fake_extender import FakeExtender  # noqa: E402
 
 
 def listed_each_period(api) -> float:

@@ -89,7 +89,7 @@ def configure(tmp: Path):
     os.environ.setdefault("DATABASE_URL", f"sqlite:///{tmp / 'ui-bench.sqlite3'}")
     os.environ["SCHEDVIEW_VAR_DIR"] = str(tmp)
     os.environ["SCHEDVIEW_KUBECONFIG"] = str(tmp / "kubeconfig")
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
     # Playwright's sync API keeps an event loop running in this thread, where the ORM calls
     # here are still plain blocking calls.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -109,7 +109,8 @@ def bench_user():
     """The bench's user (it may act on pods), its session cookie and an API token."""
     from django.contrib.auth.models import Permission, User
     from django.test import Client
-    from db.models import ApiToken
+
+    from dashboard.models import ApiToken
     user, _ = User.objects.get_or_create(username=USER[0])
     user.set_password(USER[1])
     user.save()
@@ -121,7 +122,7 @@ def bench_user():
 
 
 def owner_answers() -> bool:
-    from livestack import owner_status
+    from tests.live.livestack import owner_status
     try:
         return bool(owner_status(timeout=2))
     except Exception:
@@ -130,7 +131,7 @@ def owner_answers() -> bool:
 
 def event_rate(seconds=5.0):
     """Cache events a second the owner applies now (its sequence number over `seconds`)."""
-    from livestack import owner_status
+    from tests.live.livestack import owner_status
     first, started = owner_status()["seq"], time.monotonic()
     time.sleep(seconds)  # a measuring window, not a synchronisation
     return (owner_status()["seq"] - first) / (time.monotonic() - started)
@@ -146,7 +147,7 @@ def watched_pods(kube, count):
             "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
                                      "resources": {"requests": {"cpu": "1m"}}}]}})
         uids.append(pod.metadata.uid)
-    from livestack import state_of, wait_for
+    from tests.live.livestack import state_of, wait_for
     wait_for(lambda: all(state_of(u) == "Pending" for u in uids), 60,
              "the owner to see the watched pods")
     return uids
@@ -156,9 +157,9 @@ def drive(uids, node, count, period):
     """Assume each watched pod on `node`, then forget it, round robin, one command every
     `period` seconds, `count` in all, then forget those left assumed; returns the sequence
     number before the first and how many transitions were asked for."""
-    from common.owner_client import send
-    from wire.commands import CommandError
-    from livestack import owner_status
+    from dashboard.clients.owner_client import send
+    from dashboard.wire.commands import CommandError
+    from tests.live.livestack import owner_status
     first_seq = owner_status()["seq"]
     assumed, done, failed = set(), 0, []
     next_at = time.monotonic()
@@ -189,8 +190,8 @@ def drive(uids, node, count, period):
 def transitions_since(seq, expected, uids):
     """{uid: [(state, epoch seconds)]} of the watched pods' assume/forget transitions after
     `seq`, from the history (once the owner's writer has stored all `expected`)."""
-    from db.models import Transition
-    from livestack import wait_for
+    from dashboard.models import Transition
+    from tests.live.livestack import wait_for
     rows = Transition.objects.filter(seq__gt=seq, key__in=uids, kind__in=STATE_OF_KIND)
     wait_for(lambda: rows.count() >= expected, 60, "the history of the transitions")
     out = {uid: [] for uid in uids}
@@ -319,7 +320,7 @@ async def bench_viewers_at(web, cookie, uids, node, viewers, count, period):
 # --- 3. scale ---------------------------------------------------------------------------------
 def fill_nodes(count, epoch):
     """`count` NodeRecords beside the cluster's, with spread use of CPU, memory and GPUs."""
-    from db.models import NodeRecord
+    from dashboard.models import NodeRecord
     rng = random.Random(5)
     NodeRecord.objects.bulk_create(
         (NodeRecord(name=f"bench-node-{i:04d}", zone=f"zone-{i % 5}", tree_index=100_000 + i,
@@ -364,7 +365,8 @@ async def heat_map_pushes(web, cookie, seconds):
 
 def bench_scale(web, cookie, pods, nodes, requests):
     import urllib3
-    from db.models import NodeRecord, PodRecord
+
+    from dashboard.models import NodeRecord, PodRecord
     epoch = PodRecord.objects.order_by("-owner_epoch").values_list(
         "owner_epoch", flat=True).first() or 0
     started = time.perf_counter()
@@ -399,7 +401,8 @@ def fill_read_model(count, epoch=0):
     """`count` PodRecords spread over namespaces, nodes, zones and states, stamped with the
     owner `epoch` (a running owner keeps its own epoch's rows)."""
     from django.db import connection
-    from db.models import PodRecord, PodState
+
+    from dashboard.models import PodRecord, PodState
     rng = random.Random(4)
     states = [s for s, _ in PodState.choices]
     batch = []
@@ -436,13 +439,14 @@ REST_QUERIES = [
 
 def last_cursor() -> str:
     """The cursor of the last page in the default sort, as the pages' Last link has it."""
-    from web.pod_query import encode_cursor
+    from dashboard.web.pods.query import encode_cursor
     return encode_cursor("before", "name", None)
 
 
 def bench_rest(web, token, count, requests):
     import urllib3
-    from db.models import PodRecord
+
+    from dashboard.models import PodRecord
     started = time.perf_counter()
     fill_read_model(count)
     line(f"{count:,} read-model pods inserted", f"{time.perf_counter() - started:>6.1f} s")
@@ -502,7 +506,7 @@ def main(argv=None) -> int:
         redis_server = configure(tmp)
         if redis_server:
             cleanup.callback(stop, redis_server)
-        from livestack import Stack, clear_redis, synced_owner
+        from tests.live.livestack import Stack, clear_redis, synced_owner
         clear_redis()
         cookie, token = bench_user()
         stack = Stack(tmp, os.environ.copy())

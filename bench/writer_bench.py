@@ -13,26 +13,26 @@ the 99th-percentile wait between its ticks: what the owner's thread waits for at
 """
 import argparse
 import os
-from pathlib import Path
 import sys
 import threading
 import time
+from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "schedview.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
 
 django.setup()
 
+from benchkit import line, percentile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
-from benchkit import line, percentile  # noqa: E402
-from db.models import PodRecord  # noqa: E402
-from owner import projection  # noqa: E402
-from owner.projection import Batch  # noqa: E402
-from owner.runner import tune_gc, tune_switching  # noqa: E402
+from dashboard.models import PodRecord  # noqa: E402
+from dashboard.owner import projection  # noqa: E402
+from dashboard.owner.projection import Batch  # noqa: E402
+from dashboard.owner.runner import tune_gc, tune_switching  # noqa: E402
 
 
 def pod_row(i: int, seq: int) -> dict:

@@ -5,8 +5,8 @@ import subprocess
 import pytest
 from django.test import override_settings
 
-from common import embedded_redis
-from common.redis_urls import redis_settings, unix_url
+from dashboard.runtime import embedded_redis
+from dashboard.runtime.redis_urls import redis_settings, unix_url
 
 
 @pytest.fixture(scope="session")
@@ -77,7 +77,7 @@ def operator_client(operator):
 @pytest.fixture
 def api_token(operator):
     """A bearer token acting as `operator`."""
-    from db.models import ApiToken
+    from dashboard.models import ApiToken
     return ApiToken.issue(operator, "tests")[1]
 
 

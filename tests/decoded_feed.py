@@ -1,8 +1,8 @@
-"""The owner's feed as the decoder process hands it over (owner/decoder.py), built
+"""The owner's feed as the decoder process hands it over (dashboard/owner/decoder.py), built
 from Kubernetes objects: so tests feed the owner through the production path, with the
 annotations production keeps."""
-from owner.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
-from wire.extender import BIND_INFO_ANNOTATION
+from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
+from dashboard.wire.extender import BIND_INFO_ANNOTATION
 
 KEPT = (BIND_INFO_ANNOTATION,)
 

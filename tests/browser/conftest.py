@@ -20,9 +20,14 @@ from kubernetes import client, config
 from playwright.sync_api import expect, sync_playwright
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))
-from browserkit import (NOTE_LIVE_SOCKET, SCREENSHOTS, TIMEOUT_MS, is_csp_violation,  # noqa: E402
-                        log_in)
-from livestack import Stack, child_env, clear_redis, synced_owner  # noqa: E402
+from tests.browser.browserkit import (
+    NOTE_LIVE_SOCKET,
+    SCREENSHOTS,
+    TIMEOUT_MS,
+    is_csp_violation,
+    log_in,
+)
+from tests.live.livestack import Stack, child_env, clear_redis, synced_owner  # noqa: E402
 
 # Playwright's sync API keeps an event loop running in this thread; Django would then refuse
 # the ORM calls fixtures make, though they are plain blocking calls in a plain thread.

@@ -5,7 +5,7 @@ somehow got is refused."""
 import pytest
 from playwright.sync_api import expect
 
-from browserkit import TIMEOUT_MS, is_csp_violation, log_in, wait_live
+from tests.browser.browserkit import TIMEOUT_MS, is_csp_violation, log_in, wait_live
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
 

@@ -7,8 +7,8 @@ over an 8 s window (see conftest), so the banner rises within seconds; placing t
 import pytest
 from playwright.sync_api import expect
 
-from common.owner_client import send
-from livestack import new_pod, state_of
+from dashboard.clients.owner_client import send
+from tests.live.livestack import new_pod, state_of
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(240)]
@@ -30,7 +30,7 @@ def stalled_pods(kube):
 
 def test_a_stalled_scheduler_raises_the_banner_linking_to_the_pod_until_pods_are_placed(
         page, kube, stalled_pods):
-    from worker.tasks import bind_pod
+    from dashboard.worker.tasks import bind_pod
     page.goto("/nodes/")
     stalled = page.locator('#health-banner li[data-check="scheduling"]')
     expect(stalled).to_be_visible(timeout=STALL_MS)
@@ -99,7 +99,7 @@ def test_the_snapshot_chart_is_drawn_with_axes(page, kube):
 def test_a_stuck_bind_raises_the_banner_linking_to_the_pod_until_it_binds(page, kube):
     """A pod assumed as the extender does, its bind held back: stuck after
     SCHEDVIEW_BIND_STUCK_AFTER (10 s), until the bind is queued and goes through."""
-    from worker.tasks import bind_pod
+    from dashboard.worker.tasks import bind_pod
     uid = new_pod(kube, "stuck-bind")
     wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pod")
     node = kube.list_node().items[0].metadata.name

@@ -7,9 +7,9 @@ queued through Celery as the dashboard's own scheduler queues it."""
 import pytest
 from playwright.sync_api import expect
 
-from browserkit import wait_live
-from common.owner_client import send
-from livestack import new_pod, state_of
+from dashboard.clients.owner_client import send
+from tests.browser.browserkit import wait_live
+from tests.live.livestack import new_pod, state_of
 from tests.waiting import wait_for
 
 # django_db: the stack needs the test database (each test rolls back what it writes here).
@@ -49,7 +49,7 @@ def stays_loaded(page):
 
 
 def test_an_assumed_pod_turns_added_without_a_reload(page, assumed_pod):
-    from worker.tasks import bind_pod
+    from dashboard.worker.tasks import bind_pod
     uid, name, node = assumed_pod
     open_assumed(page, uid)
     stays_loaded(page)

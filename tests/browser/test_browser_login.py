@@ -2,7 +2,7 @@
 import pytest
 from playwright.sync_api import expect
 
-from browserkit import log_in
+from tests.browser.browserkit import log_in
 
 # The stack needs the test database (each test rolls back what it writes here).
 pytestmark = pytest.mark.django_db

@@ -7,16 +7,16 @@ outside the tests' transactions, and deleted afterwards), as the owner would hav
 them for a cluster that size; the stack's own owner writes only its small cluster's rows
 and never touches these (it prunes other owners' rows once, right after its first sync).
 """
-from datetime import datetime, timezone
 import re
 import time
+from datetime import datetime, timezone
 
 import pytest
 from playwright.sync_api import expect
 
-from browserkit import wait_live
-from common.owner_client import send
-from livestack import state_of
+from dashboard.clients.owner_client import send
+from tests.browser.browserkit import wait_live
+from tests.live.livestack import state_of
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
@@ -29,7 +29,7 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 @pytest.fixture(scope="module")
 def bulk_pods(stack, django_db_blocker):
-    from db.models import PodRecord
+    from dashboard.models import PodRecord
     with django_db_blocker.unblock():
         for start in range(0, PODS, 10_000):
             PodRecord.objects.bulk_create(
@@ -44,7 +44,7 @@ def bulk_pods(stack, django_db_blocker):
 
 @pytest.fixture(scope="module")
 def many_nodes(stack, django_db_blocker):
-    from db.models import NodeRecord
+    from dashboard.models import NodeRecord
     with django_db_blocker.unblock():
         NodeRecord.objects.bulk_create(
             NodeRecord(name=f"scale-{i:04}", zone=f"zone-s{i % 3}", tree_index=i,

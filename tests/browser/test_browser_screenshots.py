@@ -40,7 +40,7 @@ LONG_LABEL = "example.com/" + "k" * 63
 def long_names(stack, django_db_blocker):
     """A pod and its node with the longest names, many labels and taints, written into the
     read model and history (committed; deleted afterwards)."""
-    from db.models import NodeRecord, PodRecord, Transition
+    from dashboard.models import NodeRecord, PodRecord, Transition
     labels = {f"{LONG_LABEL}-{i}": "v" * 63 for i in range(12)}
     taints = [{"key": f"{LONG_LABEL}-{i}", "value": "v" * 63, "effect": "NoSchedule"}
               for i in range(6)]

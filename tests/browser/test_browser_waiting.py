@@ -12,8 +12,8 @@ import orjson
 import pytest
 from playwright.sync_api import expect
 
-from common.kube import read_json
-from livestack import owner_status, state_of, wait_for
+from dashboard.kube.client import read_json
+from tests.live.livestack import owner_status, state_of, wait_for
 
 pytestmark = pytest.mark.django_db
 

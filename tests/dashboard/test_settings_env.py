@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-import schedview.settings
+import dashboard.settings
 
-SETTINGS_FILE = schedview.settings.__file__
+SETTINGS_FILE = dashboard.settings.__file__
 BASE_DIR = Path(SETTINGS_FILE).resolve().parent.parent
 ENVIRONMENT = ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS",
                "SCHEDVIEW_CACHE_TTL", "SCHEDVIEW_VAR_DIR", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS")

@@ -33,8 +33,7 @@ def test_it_installs_requirements_txt_and_copies_what_exists():
             assert (ROOT / source).exists(), source
     copied = {source for *sources, _ in copies for source in sources}
     # Every package the application imports is in the image.
-    for package in ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web",
-                    "worker", "schedcache", "scheduling", "simcluster", "warmpool", "wire",
+    for package in ("dashboard", "schedcache", "scheduling", "simcluster", "warmpool",
                     "static", "templates", "manage.py"):
         assert package in copied, package
 
@@ -52,7 +51,8 @@ def test_it_runs_as_a_numeric_non_root_user_with_debug_off():
 def test_every_role_command_is_an_entry_point_of_the_image():
     from celery.app.utils import find_app
     from django.core.management import get_commands
-    from schedview.celery import app
+
+    from dashboard.celery import app
 
     commands = get_commands()
     workloads = {**of_kind(rendered("small"), "Deployment"), **of_kind(rendered("small"), "Job")}
@@ -64,9 +64,9 @@ def test_every_role_command_is_an_entry_point_of_the_image():
             assert argv[1] == "-A" and find_app(argv[2]) is app, name
             assert argv[3] in ("worker", "beat"), name
         else:
-            assert argv[0] == "daphne" and argv[-1] == "schedview.asgi:application", name
+            assert argv[0] == "daphne" and argv[-1] == "dashboard.asgi:application", name
     (cmd,) = instructions("CMD")
-    assert cmd.startswith('["daphne"') and "schedview.asgi:application" in cmd
+    assert cmd.startswith('["daphne"') and "dashboard.asgi:application" in cmd
 
 
 def test_collectstatic_works_as_the_build_runs_it(tmp_path):

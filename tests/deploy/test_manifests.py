@@ -35,9 +35,9 @@ def test_every_role_runs_its_command_as_a_non_root_user_with_a_read_only_root(ov
     assert commands == {
         "schedview-owner": ["python", "manage.py", "watch"],
         "schedview-web": ["daphne", "-b", "0.0.0.0", "-p", "8000", "--proxy-headers",
-                          "schedview.asgi:application"],
-        "schedview-worker": ["celery", "-A", "schedview", "worker", "--loglevel", "INFO"],
-        "schedview-beat": ["celery", "-A", "schedview", "beat", "--schedule",
+                          "dashboard.asgi:application"],
+        "schedview-worker": ["celery", "-A", "dashboard", "worker", "--loglevel", "INFO"],
+        "schedview-beat": ["celery", "-A", "dashboard", "beat", "--schedule",
                            "/tmp/celerybeat-schedule", "--loglevel", "INFO"],
         "schedview-pools": ["python", "manage.py", "pools"],
         "schedview-migrate": ["python", "manage.py", "migrate", "--noinput"],
@@ -70,7 +70,7 @@ def test_probes_use_the_shared_probe_paths_and_port(overlay):
             check = spec[probe]["httpGet"]
             assert (check["path"], ports[check["port"]]) == (path, port), (name, probe)
     ping = container(deployments["schedview-worker"])["livenessProbe"]["exec"]["command"]
-    assert ping == ["sh", "-c", "celery -A schedview inspect ping -d celery@$HOSTNAME"]
+    assert ping == ["sh", "-c", "celery -A dashboard inspect ping -d celery@$HOSTNAME"]
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -48,7 +48,7 @@ def broken(request):
     raise RuntimeError("a bug")
 
 
-urlpatterns = [path("broken/", broken), path("", include("schedview.urls"))]
+urlpatterns = [path("broken/", broken), path("", include("dashboard.urls"))]
 
 
 @pytest.mark.django_db

@@ -1,7 +1,7 @@
 """Each role's ClusterRole grants exactly the Kubernetes API calls its code makes.
 
 The calls are found in the source (the kubernetes client's methods, and the requests
-common/kube_http.py sends for a Binding or a claim), each is mapped to the roles whose process makes it and to the RBAC
+dashboard/kube/kube_http.py sends for a Binding or a claim), each is mapped to the roles whose process makes it and to the RBAC
 verbs it needs; a call the table does not know fails the test, so a new call cannot
 ship without its permission being decided."""
 import re
@@ -14,8 +14,7 @@ from kubernetes import client
 from tests.deploy.manifests import OVERLAYS, configmap_env, container, of_kind, rendered
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web", "worker",
-           "warmpool", "wire")
+SOURCES = ("dashboard", "warmpool")
 # Every API call the kubernetes client offers (each API group's methods).
 API_METHODS = {name for api in dir(client) if api.endswith("Api") and api != "ApiClient"
                for name in dir(getattr(client, api))
@@ -28,22 +27,22 @@ RAW_REQUEST = re.compile(r"\.request\(\"([A-Z]+)\", pod_path\([^)\"]*(?:\"(\w+)\
 # (module, call) -> (roles making it in a cluster, (resource, verbs) it needs).
 # The reflector's list call is also its watch (watch=true on the same path).
 CALLS = {
-    ("common/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
-    ("common/reflector.py", "list_pod_for_all_namespaces"):
+    ("dashboard/kube/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
+    ("dashboard/kube/reflector.py", "list_pod_for_all_namespaces"):
         ({"owner", "pools"}, ("pods", {"list", "watch"})),
     # The Binding and its read-back after a 409: the owner's listener posts kube-scheduler's
     # binds, the worker's Celery tasks the others.
-    ("common/binding.py", "POST pods/binding"): ({"owner", "worker"}, ("pods/binding", {"create"})),
-    ("common/binding.py", "GET pods"): ({"owner", "worker"}, ("pods", {"get"})),
-    ("pools/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
+    ("dashboard/kube/binding.py", "POST pods/binding"): ({"owner", "worker"}, ("pods/binding", {"create"})),
+    ("dashboard/kube/binding.py", "GET pods"): ({"owner", "worker"}, ("pods", {"get"})),
+    ("dashboard/poolkeeper/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
     # Only under `manage.py up` with the simulated cluster: the stand-in for kube-scheduler
     # (SCHEDVIEW_SCHEDULE_PERIOD, unset in the manifests; in a cluster kube-scheduler
     # itself deletes preemption's victims) and the demo's scenes.
-    ("standin/standin.py", "delete_namespaced_pod"): (set(), None),
-    ("standin/standin.py", "patch_namespaced_pod_status"): (set(), None),
-    ("launcher/demo_scenes.py", "list_node"): (set(), None),
-    ("launcher/demo_scenes.py", "list_pod_for_all_namespaces"): (set(), None),
-    ("launcher/demo_scenes.py", "create_namespaced_pod"): (set(), None),
+    ("dashboard/standin/standin.py", "delete_namespaced_pod"): (set(), None),
+    ("dashboard/standin/standin.py", "patch_namespaced_pod_status"): (set(), None),
+    ("dashboard/launcher/demo_scenes.py", "list_node"): (set(), None),
+    ("dashboard/launcher/demo_scenes.py", "list_pod_for_all_namespaces"): (set(), None),
+    ("dashboard/launcher/demo_scenes.py", "create_namespaced_pod"): (set(), None),
 }
 # The Deployment of each role that calls the API.
 DEPLOYMENTS = {"owner": "schedview-owner", "worker": "schedview-worker",
@@ -94,8 +93,8 @@ def test_every_kubernetes_call_in_the_code_is_in_the_table():
 def test_the_table_reads_the_code_it_describes():
     """The scan finds the claimer's PATCH, the Binding and its read-back (it can fail)."""
     found = calls_in_source()
-    assert {("pools/claimer.py", "PATCH pods"), ("common/binding.py", "POST pods/binding"),
-            ("common/binding.py", "GET pods")} <= found
+    assert {("dashboard/poolkeeper/claimer.py", "PATCH pods"), ("dashboard/kube/binding.py", "POST pods/binding"),
+            ("dashboard/kube/binding.py", "GET pods")} <= found
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -10,8 +10,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[2]
-APPLICATION = ("common", "db", "launcher", "owner", "pools", "schedview", "standin", "web",
-               "worker", "wire", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
+APPLICATION = ("dashboard", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
 
 
 def sections() -> dict[str, set[str]]:

@@ -2,7 +2,7 @@
 worker and beat, on the run's real Redis and the test database."""
 import pytest
 
-from livestack import Stack, child_env, clear_redis
+from tests.live.livestack import Stack, child_env, clear_redis
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ import urllib3
 from django.conf import settings
 from django.db import connection
 
-from common.owner_client import send
+from dashboard.clients.owner_client import send
+from dashboard.wire.clients import redis_client
+from dashboard.wire.commands import CommandError
 from tests.waiting import wait_for
-from wire.clients import redis_client
-from wire.commands import CommandError
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,17 +67,17 @@ class Stack:
 
     def celery(self):
         """A Celery worker (binds) and beat (reaper, comparer)."""
-        self.start("worker", [sys.executable, "-m", "celery", "-A", "schedview", "worker",
+        self.start("worker", [sys.executable, "-m", "celery", "-A", "dashboard", "worker",
                               "--loglevel", "WARNING", "--concurrency", "2"])
-        self.start("beat", [sys.executable, "-m", "celery", "-A", "schedview", "beat",
+        self.start("beat", [sys.executable, "-m", "celery", "-A", "dashboard", "beat",
                             "--loglevel", "WARNING", "--schedule", str(self.tmp / "beat")])
 
     def web(self, timeout=60.0):
-        """daphne serving schedview.asgi:application on a free port, as `manage.py up`
+        """daphne serving dashboard.asgi:application on a free port, as `manage.py up`
         runs it; returns its base URL once it answers HTTP."""
         port = free_port()
         process = self.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p",
-                                     str(port), "schedview.asgi:application"])
+                                     str(port), "dashboard.asgi:application"])
         url = f"http://127.0.0.1:{port}"
 
         def answers():
@@ -126,7 +126,7 @@ def child_env(tmp, redis_url, kubeconfig, **settings) -> dict:
     settings.setdefault("extender_address", f"127.0.0.1:{free_port()}")
     return dict(os.environ, REDIS_URL=redis_url, DATABASE_URL=database_url(),
                 SCHEDVIEW_KUBECONFIG=str(kubeconfig), SCHEDVIEW_VAR_DIR=str(tmp),
-                DJANGO_SETTINGS_MODULE="schedview.settings",
+                DJANGO_SETTINGS_MODULE="dashboard.settings",
                 **{f"SCHEDVIEW_{name.upper()}": str(value) for name, value in settings.items()})
 
 

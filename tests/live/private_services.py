@@ -8,10 +8,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import embedded_redis
-from common.redis_urls import unix_url
-
-from livestack import free_port
+from dashboard.runtime import embedded_redis
+from dashboard.runtime.redis_urls import unix_url
+from tests.live.livestack import free_port
 
 
 class PrivateRedis:

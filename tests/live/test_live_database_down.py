@@ -9,8 +9,8 @@ import time
 import orjson
 import pytest
 
-from livestack import ROOT, Stack, child_env
-from private_services import PrivatePostgres
+from tests.live.livestack import ROOT, Stack, child_env
+from tests.live.private_services import PrivatePostgres
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)

@@ -6,10 +6,9 @@ owner takes over from a dead one; kube-scheduler's extender calls place and bind
 import pytest
 from kubernetes import client, config
 
-from common.owner_client import send
-from db.models import ComparerRun, Transition
-
-from livestack import new_pod, owner_status, state_of, synced_owner
+from dashboard.clients.owner_client import send
+from dashboard.models import ComparerRun, Transition
+from tests.live.livestack import new_pod, owner_status, state_of, synced_owner
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
@@ -39,7 +38,7 @@ def owned_pending_pod(stack, name):
 
 
 def schedule(name, node):
-    from web.actions import schedule_pod
+    from dashboard.web.pods.actions import schedule_pod
     return schedule_pod("default", name, node, actor="test")
 
 
@@ -128,7 +127,7 @@ def extender_state(uid):
 
 
 def test_the_embedded_scheduler_places_pending_pods_until_they_run(stack, settings):
-    from worker.tasks import schedule_pending
+    from dashboard.worker.tasks import schedule_pending
     stack.owner("owner-a")
     synced_owner()
     # This process runs the beat's task as a worker would: on the stack's cluster, calling

@@ -5,7 +5,7 @@ import sys
 import orjson
 import pytest
 
-from livestack import Stack, child_env, clear_redis
+from tests.live.livestack import Stack, child_env, clear_redis
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)

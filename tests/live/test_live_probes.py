@@ -8,8 +8,8 @@ import pytest
 from kubernetes import client, config
 from prometheus_client.parser import text_string_to_metric_families
 
-from common.owner_client import send
-from livestack import Stack, child_env, clear_redis, free_port, new_pod, state_of
+from dashboard.clients.owner_client import send
+from tests.live.livestack import Stack, child_env, clear_redis, free_port, new_pod, state_of
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -71,7 +71,7 @@ def test_each_process_answers_its_probes_and_metrics(probed, tmp_path):
     # A bind through a worker whose prefork children's numbers its main process serves.
     store = tmp_path / "prometheus"
     store.mkdir()
-    start_probed(s, "worker", [sys.executable, "-m", "celery", "-A", "schedview", "worker",
+    start_probed(s, "worker", [sys.executable, "-m", "celery", "-A", "dashboard", "worker",
                                "--loglevel", "WARNING", "--concurrency", "2"],
                  PROMETHEUS_MULTIPROC_DIR=str(store))
     api = client.CoreV1Api(config.new_client_from_config(config_file=str(s.env[
@@ -80,7 +80,7 @@ def test_each_process_answers_its_probes_and_metrics(probed, tmp_path):
     wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pending pod")
     node = api.list_node().items[0].metadata.name
     send("assume", {"uid": uid, "node": node}, actor="live-test", timeout=10)
-    from worker.tasks import bind_pod
+    from dashboard.worker.tasks import bind_pod
     bind_pod.delay(uid, "default", "probed-bind", node)
     wait_for(lambda: metric(s, "worker", "schedview_binding_post_seconds_count",
                             outcome="finish") == 1, 60, "the worker's Binding in its metrics")

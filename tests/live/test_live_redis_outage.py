@@ -11,16 +11,15 @@ from django.conf import settings
 from django.test import override_settings
 from kubernetes import client, config
 
-from common.owner_client import send
-from common.pools_transport import read_status
-from common.redis_urls import redis_settings
-from db.models import ComparerRun, Transition
-from owner.leader import LEASE
-from wire.clients import redis_client
-from wire.keys import OWNER_LEASE
-
-from livestack import Stack, child_env, owner_status, synced_owner
-from private_services import PrivateRedis
+from dashboard.clients.owner_client import send
+from dashboard.clients.pools_transport import read_status
+from dashboard.models import ComparerRun, Transition
+from dashboard.owner.leader import LEASE
+from dashboard.runtime.redis_urls import redis_settings
+from dashboard.wire.clients import redis_client
+from dashboard.wire.keys import OWNER_LEASE
+from tests.live.livestack import Stack, child_env, owner_status, synced_owner
+from tests.live.private_services import PrivateRedis
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)

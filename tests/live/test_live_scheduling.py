@@ -21,12 +21,12 @@ import orjson
 import pytest
 from kubernetes import client, config
 
-from common.owner_client import send
-from db.models import ComparerRun
 from simcluster.generate import make_node
-from wire.commands import CommandError
 
-from livestack import synced_owner
+from dashboard.clients.owner_client import send
+from dashboard.models import ComparerRun
+from dashboard.wire.commands import CommandError
+from tests.live.livestack import synced_owner
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -45,7 +45,7 @@ def free_port() -> int:
 def start_web(stack) -> str:
     port = free_port()
     stack.start("web", [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                        "schedview.asgi:application"])
+                        "dashboard.asgi:application"])
     url = f"http://127.0.0.1:{port}"
 
     def answers():

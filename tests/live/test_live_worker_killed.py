@@ -15,9 +15,8 @@ import psutil
 import pytest
 from kubernetes import client, config
 
-from db.models import Transition
-
-from livestack import Stack, child_env, clear_redis, new_pod, state_of, synced_owner
+from dashboard.models import Transition
+from tests.live.livestack import Stack, child_env, clear_redis, new_pod, state_of, synced_owner
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
@@ -41,7 +40,7 @@ def stack(redis_url, transactional_db, tmp_path):
 
 
 def worker(stack, name):
-    return stack.start(name, [sys.executable, "-m", "celery", "-A", "schedview", "worker",
+    return stack.start(name, [sys.executable, "-m", "celery", "-A", "dashboard", "worker",
                               "--loglevel", "INFO", "--concurrency", "2",
                               "--hostname", f"{name}@%h"])
 

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from fractions import Fraction
 
-from builders import BETA_REGION, BETA_ZONE, TOPO_REGION, TOPO_ZONE
+from tests.schedcache.builders import BETA_REGION, BETA_ZONE, TOPO_REGION, TOPO_ZONE
 
 # ---------------------------------------------------------------- quantities
 

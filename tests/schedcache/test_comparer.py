@@ -2,7 +2,7 @@
 when they agree."""
 from schedcache import Cache, compare
 
-import builders as b
+import tests.schedcache.builders as b
 
 N1, N2 = "node-1", "node-2"
 

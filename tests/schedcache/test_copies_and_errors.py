@@ -6,9 +6,10 @@ import threading
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 N1, N2, N3 = "node-1", "node-2", "node-3"
 T0 = 1_000_000.0

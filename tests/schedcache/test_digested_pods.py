@@ -5,9 +5,10 @@ import marshal
 
 import pytest
 
-import builders as b
 from schedcache import Cache, CacheCorruptedError, CacheError
 from schedcache.podinfo import make_pod_info, pack_pod_info, unpack_pod_info
+
+import tests.schedcache.builders as b
 
 SLOTS = ("key", "namespace", "name", "node_name", "resource_version", "phase", "priority",
          "labels", "host_ports", "has_affinity", "has_required_anti_affinity", "pvc_keys")

@@ -13,9 +13,10 @@ import threading
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache, CacheError, Snapshot
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 # -------------------------------------------------------------- names in use
 EXPIRE_POD = "expire_pod"

@@ -3,8 +3,9 @@
 
 import pytest
 
-import builders as b
 from schedcache import Cache
+
+import tests.schedcache.builders as b
 
 N1 = "node-1"
 

@@ -3,9 +3,10 @@ are listed too; malformed selectors raise ValueError."""
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 POD_LABELS = {
     "web-a": {"app": "web", "tier": "frontend", "env": "a"},

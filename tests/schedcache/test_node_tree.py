@@ -3,9 +3,10 @@ zone, next() round robin over zones (upstream's), and the cache keeping it in st
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 # The upstream node table (node_tree_test.go), rebuilt with our builders.
 ALL = [

@@ -4,9 +4,10 @@ image states, generations, nodes removed while pods remain."""
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache, CacheError
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 N1, N2, N3 = "node-1", "node-2", "node-3"
 MI, GI = b.MI, b.GI

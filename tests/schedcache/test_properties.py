@@ -15,13 +15,13 @@ HYPOTHESIS_PROFILE=thorough runs many more and longer sequences.
 import copy
 
 import pytest
-from hypothesis import settings
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-import builders as b
-import reference as ref
 from schedcache import Cache, CacheCorruptedError, CacheError, Snapshot
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 # the thorough profile runs for minutes, and shrinking a failure may take up to 5 minutes:
 # lift the project's per-test timeout for these two tests

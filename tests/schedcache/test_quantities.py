@@ -3,9 +3,10 @@ memory / ephemeral storage / extended resources in whole units rounded up."""
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 N1 = "node-1"
 

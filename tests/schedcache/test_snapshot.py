@@ -2,9 +2,10 @@
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache, Snapshot
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 NODES = [b.node("test-node%d" % i, cpu="1000m", memory="100m", region="r", zone="z%d" % (i % 3)) for i in range(10)]
 UPDATED = [b.node("test-node%d" % i, cpu="2000m", memory="500m", region="r", zone="z%d" % (i % 3), resource_version="2") for i in range(10)]

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
-import builders as b
-import reference as ref
 from schedcache import Cache, CacheCorruptedError, CacheError
+
+import tests.schedcache.builders as b
+import tests.schedcache.reference as ref
 
 N1, N2 = "node-1", "node-2"
 TTL = 30.0

@@ -4,10 +4,9 @@ import threading
 import pytest
 
 from schedcache.nodetree import zone_key
-from scheduling import DefaultAlgorithm, SchedulerAlgorithm, ScheduleResult
-from scheduling import predicates as pr
+from scheduling import DefaultAlgorithm, SchedulerAlgorithm, ScheduleResult, predicates as pr
 
-from sched_builders import pod
+from tests.scheduling.sched_builders import pod
 
 SMALL = {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "10Gi"}
 

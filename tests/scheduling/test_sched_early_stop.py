@@ -1,14 +1,13 @@
 """The filter's early stop loses nothing: it picks the node the pass over every node picks,
 and a pod that fits nowhere gets the same reasons and preemption candidates."""
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from schedcache import Cache
 from scheduling import DefaultAlgorithm
 from scheduling.podview import PodView
 from simcluster.generate import make_node
 
-from sched_builders import pod
+from tests.scheduling.sched_builders import pod
 
 TAINT = [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]
 

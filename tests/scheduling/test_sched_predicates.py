@@ -4,7 +4,7 @@ import pytest
 from scheduling import predicates as pr
 from simcluster.generate import make_node
 
-from sched_builders import node_record, pod, view
+from tests.scheduling.sched_builders import node_record, pod, view
 
 GPU = "nvidia.com/gpu"
 

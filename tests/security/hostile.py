@@ -54,8 +54,8 @@ def field_bodies(fields: list[str]) -> list[tuple[str, bytes]]:
 def unchanged_state():
     """What no hostile request may change: the read model's pods and nodes, the owner's
     cache (its counts, asked of it), the API tokens."""
-    from common.owner_client import send
-    from db.models import ApiToken, NodeRecord, PodRecord
+    from dashboard.clients.owner_client import send
+    from dashboard.models import ApiToken, NodeRecord, PodRecord
     status = send("status", timeout=5)
     return ({(p.uid, p.state, p.node) for p in PodRecord.objects.all()},
             {(n.name, str(n.requested)) for n in NodeRecord.objects.all()},

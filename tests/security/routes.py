@@ -48,5 +48,5 @@ def private_http_routes() -> list[str]:
 
 
 def websocket_routes() -> list[str]:
-    from schedview.asgi import websocket_routes as routes
+    from dashboard.asgi import websocket_routes as routes
     return [str(route.pattern) for route in routes]

@@ -5,8 +5,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, RequestFactory
 
-from db.models import AuditAction
-from web.body_limit import bad_request
+from dashboard.models import AuditAction
+from dashboard.web.middleware.body_limit import bad_request
 
 pytestmark = pytest.mark.django_db
 

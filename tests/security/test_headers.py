@@ -1,13 +1,13 @@
 """Secrets and headers: no SECRET_KEY anyone could know, cookies kept from scripts (and off
 plain HTTP in production), and a Content-Security-Policy that runs our own scripts only,
 which the templates keep to (no inline script, no on*= handlers)."""
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-import re
 
 import pytest
 
-from schedview.embedded_secret import embedded_secret_key
+from dashboard.embedded_secret import embedded_secret_key
 from tests.dashboard.test_settings_env import load_settings  # noqa: F401  (the fixture)
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
@@ -37,7 +37,7 @@ def test_processes_starting_together_agree_on_the_key(tmp_path):
 
 
 def test_no_key_is_written_in_the_source():
-    settings_source = (Path(__file__).resolve().parents[2] / "schedview" / "settings.py").read_text()
+    settings_source = (Path(__file__).resolve().parents[2] / "dashboard" / "settings.py").read_text()
     assert not re.search(r"SECRET_KEY\s*=\s*['\"]", settings_source)
 
 

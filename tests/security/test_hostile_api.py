@@ -13,10 +13,10 @@ from urllib.parse import quote, urlencode
 import pytest
 from django.test import Client
 
-from db.models import AuditAction
-from web.api import api
-from hostile import STRINGS, bodies, field_bodies, unchanged_state
-from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
+from dashboard.models import AuditAction
+from dashboard.web.api import api
+from tests.dashboard.owner.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
+from tests.security.hostile import STRINGS, bodies, field_bodies, unchanged_state
 
 pytestmark = pytest.mark.timeout(600)
 

@@ -7,10 +7,9 @@ import time
 import pytest
 from django.test import Client
 
-from db.models import PodRecord
-from hostile import MARKUP
+from dashboard.models import PodRecord
+from tests.security.hostile import MARKUP
 from tests.waiting import wait_for
-
 
 pytestmark = [pytest.mark.timeout(300)]
 

@@ -11,8 +11,8 @@ import time
 import orjson
 import pytest
 
-from common.owner_client import send
-from hostile import STRINGS, bodies, field_bodies
+from dashboard.clients.owner_client import send
+from tests.security.hostile import STRINGS, bodies, field_bodies
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -13,10 +13,10 @@ import pytest
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from db.models import AuditAction
-from hostile import MARKUP, STRINGS, VALUES, bodies, unchanged_state
-from routes import PARAMETER, private_http_routes, websocket_routes
-from tests.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
+from dashboard.models import AuditAction
+from tests.dashboard.owner.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
+from tests.security.hostile import MARKUP, STRINGS, VALUES, bodies, unchanged_state
+from tests.security.routes import PARAMETER, private_http_routes, websocket_routes
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -137,7 +137,7 @@ FRAMES = [frame for frame in STRINGS + [body.decode(errors="replace") for _, bod
 
 
 async def hostile_socket(path, headers, failures, frames=()):
-    from schedview.asgi import application
+    from dashboard.asgi import application
     socket = WebsocketCommunicator(application, path, headers=headers)
     try:
         connected, code = await socket.connect(timeout=10)

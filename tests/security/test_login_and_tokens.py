@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client, override_settings
 
-from db.models import ApiToken, AuditAction
+from dashboard.models import ApiToken, AuditAction
 
 pytestmark = pytest.mark.django_db
 

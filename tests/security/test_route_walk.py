@@ -12,7 +12,13 @@ from django.http import JsonResponse
 from django.test import Client, override_settings
 from django.urls import path
 
-from routes import fill, http_routes, is_public, private_http_routes, websocket_routes
+from tests.security.routes import (
+    fill,
+    http_routes,
+    is_public,
+    private_http_routes,
+    websocket_routes,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(120)]
 
@@ -72,7 +78,7 @@ SAME_SITE = [(b"origin", b"http://127.0.0.1"), (b"host", b"127.0.0.1")]
 
 
 async def handshake(route: str, headers) -> tuple[bool, int | None]:
-    from schedview.asgi import application
+    from dashboard.asgi import application
     socket = WebsocketCommunicator(application, fill(route), headers=headers)
     connected, code = await socket.connect(timeout=5)
     if connected:

@@ -1,17 +1,18 @@
 """The statuses pages link to and show a tracked pod whatever its namespace and name hold:
 "/", "%", spaces and markup make a URL segment of their own, never a 500."""
-from html import escape, unescape
 import re
+from html import escape, unescape
 
 import pytest
 from django.conf import settings
 
-from common.owner_client import send
 from simcluster.generate import make_node, make_pod
-from tests.api.apihelpers import OwnerThread, clear_commands
-from tests.extender.statusworld import filter_call
+
+from dashboard.clients.owner_client import send
+from dashboard.wire.clients import redis_client
+from tests.dashboard.owner.extender.statusworld import filter_call
+from tests.dashboard.web.api.apihelpers import OwnerThread, clear_commands
 from tests.waiting import wait_for
-from wire.clients import redis_client
 
 pytestmark = pytest.mark.timeout(60)
 

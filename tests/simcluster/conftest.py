@@ -4,7 +4,8 @@ import pytest
 
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
-from simhelpers import Raw
+
+from tests.simcluster.simhelpers import Raw
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
-from simhelpers import pending_pod_body
+from tests.simcluster.simhelpers import pending_pod_body
 
 
 def names(pod_list):
@@ -326,8 +326,7 @@ def test_assigned_pods_watch_sees_binding_as_added_and_delete(sim, v1):
 
 
 def test_asyncio_client_lists_binds_and_watches(sim):
-    from kubernetes.aio import client as aclient
-    from kubernetes.aio import watch as awatch
+    from kubernetes.aio import client as aclient, watch as awatch
 
     async def scenario():
         async with aclient.ApiClient(aclient.Configuration(host=sim.url)) as api:

@@ -6,11 +6,11 @@ from collections import Counter, defaultdict
 import orjson
 import pytest
 
+from schedcache.quantity import milli_value as milli, parse_quantity
 from simcluster.defaults import new_node, new_pod
 from simcluster.generate import generate_cluster, make_node, make_pod
-from schedcache.quantity import milli_value as milli, parse_quantity
 
-from simhelpers import capture, capture_request_body
+from tests.simcluster.simhelpers import capture, capture_request_body
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 

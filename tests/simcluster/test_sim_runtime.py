@@ -14,7 +14,7 @@ import pytest
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
-from simhelpers import Raw, pending_pod_body
+from tests.simcluster.simhelpers import Raw, pending_pod_body
 from tests.waiting import wait_for
 
 

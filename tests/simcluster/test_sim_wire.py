@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from simhelpers import capture, pending_pod_body
+from tests.simcluster.simhelpers import capture, pending_pod_body
 
 
 def header_names(raw_headers: bytes) -> list:

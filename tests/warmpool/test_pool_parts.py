@@ -1,10 +1,11 @@
 """The ready queue, the reservation map, pod digests, options and the CAS patch."""
 import pytest
 
-from poolkit import pod
 from warmpool import ClaimOptions, ReadyQueue, Reservations, claim_patch, digest
 from warmpool.metrics import LatencyHistogram
 from warmpool.podstate import RUNNING, STOPPING
+
+from tests.warmpool.poolkit import pod
 
 
 def test_ready_queue_is_fifo_without_duplicates():

@@ -3,9 +3,10 @@ import threading
 
 import pytest
 
-from poolkit import Claimer, Clock, ManualExecutor, conflict, members, pod, request
 from warmpool import ClaimRefused, PoolScheduler
 from warmpool.podstate import RUNNING
+
+from tests.warmpool.poolkit import Claimer, Clock, ManualExecutor, conflict, members, pod, request
 
 
 @pytest.fixture

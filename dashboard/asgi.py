@@ -1,0 +1,56 @@
+"""The ASGI application daphne serves: Django views over HTTP, Channels consumers over websockets.
+
+Django is set up (get_asgi_application) before anything imports models. The web
+process pools its PostgreSQL connections (SCHEDVIEW_DB_POOL, settings.py) unless told
+otherwise: its every page, socket login and live render is a short database call in a
+worker thread, which otherwise opened a connection of its own (200 websocket viewers
+connecting at once then outlasted daphne's 5 s handshake timeout).
+"""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+os.environ.setdefault("SCHEDVIEW_DB_POOL", "16")   # above the process's threads that hold one
+http_application = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
+
+from dashboard.web.live.consumers import (
+    EventsConsumer,
+    HeaderConsumer,
+    HeatMapConsumer,
+    NodeDetailConsumer,
+    NodesConsumer,
+    NoSuchSocket,
+    OverviewConsumer,
+    SnapshotConsumer,
+    ZonesConsumer,
+)
+from dashboard.web.pods.consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
+from dashboard.web.pools.consumer import PoolsConsumer  # noqa: E402
+from dashboard.web.statuses.consumer import StatusesConsumer  # noqa: E402
+
+websocket_routes = [
+    path("ws/header/", HeaderConsumer.as_asgi()),
+    path("ws/overview/", OverviewConsumer.as_asgi()),
+    path("ws/nodes/", NodesConsumer.as_asgi()),
+    path("ws/nodes/<str:name>/", NodeDetailConsumer.as_asgi()),
+    path("ws/heatmap/", HeatMapConsumer.as_asgi()),
+    path("ws/zones/", ZonesConsumer.as_asgi()),
+    path("ws/snapshot/", SnapshotConsumer.as_asgi()),
+    path("ws/events/", EventsConsumer.as_asgi()),
+    path("ws/pods/", PodListConsumer.as_asgi()),
+    path("ws/pods/<str:uid>/", PodDetailConsumer.as_asgi()),
+    path("ws/pools/", PoolsConsumer.as_asgi()),
+    path("ws/statuses/", StatusesConsumer.as_asgi()),
+    re_path(r"", NoSuchSocket.as_asgi()),   # last: every other path
+]
+
+application = ProtocolTypeRouter({
+    "http": http_application,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_routes))),
+})

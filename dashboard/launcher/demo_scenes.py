@@ -1,0 +1,83 @@
+"""Two scenes the embedded default stages: a pod that waits, and the extender's Preempting.
+
+The simulated cluster's churn makes pods that fit somewhere, so kube-scheduler's
+stand-in (dashboard/standin/standin.py) only ever binds them. `manage.py up` therefore adds,
+through the Kubernetes API like any user:
+
+- a training job asking for more GPUs than any node has: it stays Pending for good.
+  kube-scheduler's own filters leave it no node and its preemption finds no victims,
+  so the extender is never called for it (shared k8s-wire/extender 02 rej-2, 07
+  noop-2) and it has no schedule status: the stand-in writes kube-scheduler's
+  PodScheduled=False condition on the pod instead;
+- on one GPU node, low-priority batch pods holding every free GPU (created bound,
+  as a DaemonSet's or an earlier scheduler's would be), and a high-priority pod that
+  needs those GPUs on that node: the stand-in finds no node for it and offers the
+  batch pods to the extender's preempt, evicts the victims it answers, and the pod
+  binds once they are gone.
+"""
+from kubernetes import client
+
+from schedcache.resource import node_allocatable, pod_requests
+
+from dashboard.kube.client import read_json
+
+GPU = "nvidia.com/gpu"
+NAMESPACE = "default"
+# The simulated cluster's priority classes; a pod carries the value admission would set.
+PRIORITIES = {"batch-low": -10, "high-priority": 1_000_000}
+TOLERATE_GPU = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
+TOO_MANY_GPUS = 64
+_FINISHED = ("Succeeded", "Failed")
+
+
+def _pod(name: str, gpus: int, priority_class: str = "", *, node: str = "",
+         selector: dict | None = None, role: str) -> dict:
+    resources = {"requests": {"cpu": "1", "memory": "4Gi", GPU: str(gpus)},
+                 "limits": {GPU: str(gpus)}}
+    spec = {"containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.10-py3",
+                            "resources": resources}],
+            "tolerations": [TOLERATE_GPU], "priority": PRIORITIES.get(priority_class, 0)}
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node:
+        spec["nodeName"] = node
+    if selector:
+        spec["nodeSelector"] = selector
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": NAMESPACE,
+                         "labels": {"app.kubernetes.io/part-of": "schedview-demo",
+                                    "schedview.io/demo-role": role}},
+            "spec": spec}
+
+
+def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
+    """The GPU node with the most free GPUs, and how many; None without GPU nodes."""
+    free = {}
+    for node in read_json(api.list_node(_preload_content=False))["items"]:
+        total = node_allocatable(node).scalar_resources.get(GPU, 0)
+        if total:
+            free[node["metadata"]["name"]] = total
+    if not free:
+        return None
+    assigned = read_json(api.list_pod_for_all_namespaces(field_selector="spec.nodeName!=",
+                                                         _preload_content=False))["items"]
+    for pod in assigned:
+        node = pod["spec"]["nodeName"]
+        if node in free and (pod.get("status") or {}).get("phase") not in _FINISHED:
+            free[node] -= pod_requests(pod["spec"])[0].scalar_resources.get(GPU, 0)
+    return max(free.items(), key=lambda item: item[1])
+
+
+def stage(api: client.CoreV1Api) -> list[str]:
+    """Create the scenes' pods; returns their names (none for a cluster without GPUs)."""
+    created = [_pod("demo-train-64-gpus", TOO_MANY_GPUS, role="waits")]
+    found = free_gpus(api)
+    if found is not None and found[1] > 0:
+        node, free = found
+        created += [_pod(f"demo-batch-{i}", 1, "batch-low", node=node, role="victim")
+                    for i in range(free)]
+        created.append(_pod("demo-urgent-train", free, "high-priority",
+                            selector={"kubernetes.io/hostname": node}, role="preempts"))
+    for body in created:
+        api.create_namespaced_pod(NAMESPACE, body, _preload_content=False).release_conn()
+    return [body["metadata"]["name"] for body in created]

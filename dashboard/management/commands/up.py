@@ -1,0 +1,180 @@
+"""`manage.py up`: the whole dashboard on this machine (what `make run` starts).
+
+It starts an embedded Redis unless REDIS_URL is set, a simulated cluster
+unless SCHEDVIEW_KUBECONFIG is set, migrates the database, collects static
+files, then runs two cache owners (one leads, the other stands by and takes
+over when it dies), the pools process, a Celery worker and beat, and the web
+(daphne). The long-running parts are children of one Supervisor: one that
+dies is started again (said on the console and on the overview), Ctrl-C (or
+SIGTERM) stops them all, and only a child that keeps failing right after its
+start ends the command, naming it.
+"""
+import os
+import secrets
+import signal
+import sys
+import time
+
+import urllib3
+import yaml
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from dashboard.kube import client as kube
+from dashboard.launcher import demo_scenes
+from dashboard.runtime import embedded_redis, supervised
+from dashboard.runtime.supervisor import Child, CrashLoop, Supervisor
+from dashboard.wire.clients import redis_client
+
+HOST = "127.0.0.1"
+
+
+def children_env(simulated: bool) -> dict:
+    """Every child's environment: ours, and with the simulated cluster the stand-in
+    scheduling its pending pods every second (unless set), since no kube-scheduler does."""
+    env = dict(os.environ)
+    if simulated:
+        env.setdefault("SCHEDVIEW_SCHEDULE_PERIOD", "1")
+    return env
+
+
+def web(port: int, env: dict) -> Child:
+    return Child("web", [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(port),
+                         "dashboard.asgi:application"], env=env)
+
+
+def simulated_cluster(kubeconfig, nodes, pods, churn, env: dict) -> Child:
+    return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes),
+                                "--pods", str(pods), "--zones", "3", "--churn", str(churn),
+                                "--pending-fraction", "0.02", "--bookmark-interval", "10",
+                                *DEMO_POOLS, "--kubeconfig", str(kubeconfig)],
+                 infrastructure=True, env=env)
+
+
+def wait_for_file(path, process, timeout=120.0):
+    """The simulated cluster writes its kubeconfig once it serves."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if process.poll() is not None:
+            raise CommandError(f"the simulated cluster exited with code {process.returncode}")
+        if time.monotonic() > deadline:
+            raise CommandError(f"the simulated cluster wrote no kubeconfig in {timeout:.0f} s")
+        time.sleep(0.1)
+
+
+# The embedded default's weather: a third of the binds fail (a few pods fail all their
+# attempts and are forgotten), some watch events are lost, and kubelets start pods only
+# after the cache's ttl, so a lost confirmation expires before the pod's next change heals
+# it. Every state of the machine shows within a minute or two.
+DEMO_FAULTS = {"bind_failure_rate": 0.3, "lose_event_rate": 0.02}
+DEMO_KUBELET = {"start_delay": 45.0}
+# Two warm pools whose claimed pods come back idle after 8 s (+2 s stopping), and claims
+# a little faster than "web" can serve, so its panel shows dispatches, waits and expiries.
+DEMO_POOLS = ("--pools", "web=24,batch=12", "--pool-hold", "8", "--pool-stop-delay", "2")
+DEMO_DEMAND = "web=3,batch=0.5"
+
+
+def configure_simulated_cluster(kubeconfig):
+    url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    http = urllib3.PoolManager()
+    for action, knobs in (("faults", DEMO_FAULTS), ("kubelet", DEMO_KUBELET)):
+        response = http.request("POST", f"{url}/simcluster/v1/{action}", json=knobs)
+        if response.status != 200:
+            raise CommandError(f"the simulated cluster refused {action} {knobs}: "
+                               f"{response.data[:200]!r}")
+
+
+def first_login(var_dir) -> str:
+    """The login to print: on a database without users, make `operator` (may act on pods)
+    with a random password kept in var/operator-password, readable by this user only."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+
+    users = get_user_model().objects
+    password_file = var_dir / "operator-password"
+    if not users.exists():
+        password = secrets.token_urlsafe(12)
+        operator = users.create_user("operator", password=password)
+        operator.user_permissions.add(Permission.objects.get(codename="act_on_pods"))
+        password_file.write_text(password + "\n")
+        password_file.chmod(0o600)
+    if password_file.exists() and users.filter(username="operator").exists():
+        return f"log in as operator, password {password_file.read_text().strip()} ({password_file})"
+    return "log in with an existing account (manage.py createsuperuser makes one)"
+
+
+def manage(name, env, *argv) -> Child:
+    return Child(name, [sys.executable, "manage.py", *argv], env=env)
+
+
+def celery(name, env, *argv) -> Child:
+    return Child(name, [sys.executable, "-m", "celery", "-A", "dashboard", *argv,
+                        "--loglevel", "WARNING"], env=env)
+
+
+class Command(BaseCommand):
+    help = ("Run the whole dashboard: embedded Redis and a simulated cluster (unless configured), "
+            "migrations, the cache owner, Celery worker and beat, web.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")),
+                            help="HTTP port on 127.0.0.1 (default: $PORT or 8000)")
+        parser.add_argument("--nodes", type=int, default=100, help="simulated cluster size")
+        parser.add_argument("--pods", type=int, default=2000, help="simulated pods at start")
+        parser.add_argument("--churn", type=float, default=20.0,
+                            help="simulated pod changes per second")
+
+    def handle(self, *args, port, nodes, pods, churn, **options):
+        signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops us as Ctrl-C does
+        settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
+        redis = redis_client(settings.REDIS_URL)
+        simulated = "SCHEDVIEW_KUBECONFIG" not in os.environ
+        env = children_env(simulated)
+        supervisor = Supervisor(on_change=lambda states: supervised.publish(redis, states),
+                                say=self.stdout.write)
+        try:
+            with supervisor:
+                if settings.EMBEDDED_REDIS_SOCKET:
+                    server = supervisor.start(Child(
+                        "redis", embedded_redis.command(settings.EMBEDDED_REDIS_SOCKET),
+                        infrastructure=True, env=env))
+                    embedded_redis.wait_until_ready(settings.REDIS_URL, server)
+                if simulated:
+                    # A few of its binds fail and events get lost, so every state shows.
+                    kubeconfig = settings.SCHEDVIEW_KUBECONFIG
+                    kubeconfig.unlink(missing_ok=True)
+                    cluster = supervisor.start(
+                        simulated_cluster(kubeconfig, nodes, pods, churn, env))
+                    wait_for_file(kubeconfig, cluster)
+                    configure_simulated_cluster(kubeconfig)
+                    demo_scenes.stage(kube.core_api())
+                call_command("migrate", interactive=False)
+                call_command("collectstatic", interactive=False, verbosity=0)
+                login = first_login(settings.VAR_DIR)
+                # Two owners: whichever takes the lease first leads, the other stands by.
+                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a"))
+                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b"))
+                supervisor.start(manage("pools", env, "pools", *(
+                    ("--demand", DEMO_DEMAND) if simulated else ())))
+                supervisor.start(celery("worker", env, "worker"))
+                # The children's setting: ours were read without the stand-in's period.
+                if float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0:
+                    supervisor.start(celery("standin", env, "worker", "-Q",
+                                            settings.STANDIN_QUEUE, "-P", "solo",
+                                            "-n", "standin@%h"))
+                supervisor.start(celery("beat", env, "beat", "--schedule",
+                                        str(settings.VAR_DIR / "celerybeat-schedule")))
+                supervisor.start(web(port, env))
+                self.stdout.write(f"schedview: http://{HOST}:{port}/  (Ctrl-C stops it); {login}")
+                if settings.SCHEDVIEW_EXTENDER_ADDRESS:
+                    scheme = "https" if settings.SCHEDVIEW_EXTENDER_CERT else "http"
+                    self.stdout.write("kube-scheduler's extender urlPrefix: "
+                                      f"{scheme}://{settings.SCHEDVIEW_EXTENDER_ADDRESS}/extender")
+                supervisor.run()
+        except KeyboardInterrupt:
+            self.stdout.write("schedview: stopped")
+        except (embedded_redis.NotReady, CrashLoop) as error:
+            raise CommandError(str(error)) from None
+        finally:
+            supervised.clear(redis)

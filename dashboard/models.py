@@ -1,0 +1,217 @@
+"""What outlives the owner's memory: the read model, the history and the audit trail.
+
+The cache lives in the owner process. It writes these tables in batches so
+the web can filter and page pods in SQL, and so that a pod's whole life and
+every operator action survive restarts.
+"""
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class PodState(models.TextChoices):
+    PENDING = "Pending", "Pending (not in the cache, not bound)"
+    ASSUMED = "Assumed", "Assumed"
+    ADDED = "Added", "Added"
+    EXPIRED = "Expired", "Expired (assumed, never confirmed)"
+    FORGOTTEN = "Forgotten", "Forgotten (bind failed)"
+
+
+class PodRecord(models.Model):
+    """One pod as the owner last saw it: in the cache, pending, or just expired/forgotten."""
+
+    uid = models.CharField(max_length=64, primary_key=True)
+    namespace = models.CharField(max_length=253)
+    name = models.CharField(max_length=253)
+    node = models.CharField(max_length=253, blank=True)
+    zone = models.CharField(max_length=253, blank=True)
+    state = models.CharField(max_length=16, choices=PodState.choices)
+    binding_finished = models.BooleanField(default=False)
+    assumed_at = models.DateTimeField(null=True, blank=True)  # when an assumed pod was assumed
+    deadline = models.FloatField(null=True, blank=True)  # epoch seconds an assumed pod expires
+    phase = models.CharField(max_length=32, blank=True)
+    resource_version = models.CharField(max_length=64, blank=True)
+    labels = models.JSONField(default=dict, blank=True)
+    milli_cpu = models.BigIntegerField(default=0)
+    memory = models.BigIntegerField(default=0)
+    # extended resources requested (name -> amount, e.g. {"nvidia.com/gpu": 64})
+    scalar_resources = models.JSONField(default=dict, blank=True)
+    priority = models.IntegerField(default=0)
+    seq = models.BigIntegerField(default=0)  # the sequence number of its latest transition
+    changed_at = models.DateTimeField(default=timezone.now)
+    owner_epoch = models.BigIntegerField(default=0)  # which owner wrote it (stale rows pruned)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["owner_epoch"], name="pod_owner_epoch"),
+            models.Index(fields=["state", "binding_finished"], name="pod_state_bound"),
+            models.Index(fields=["state", "node"], name="pod_state_node"),
+            models.Index(fields=["state", "namespace", "name"], name="pod_state_ns_name"),
+            models.Index(fields=["namespace", "name"], name="pod_ns_name"),
+            models.Index(fields=["node", "namespace", "name"], name="pod_node_ns_name"),
+            models.Index(fields=["zone", "namespace", "name"], name="pod_zone_ns_name"),
+            models.Index(fields=["name"], name="pod_name"),
+            # "recently changed first", overall and within a state (stuck assumed pods)
+            models.Index(fields=["changed_at", "uid"], name="pod_changed"),
+            models.Index(fields=["state", "changed_at", "uid"], name="pod_state_changed"),
+        ]
+
+    def __str__(self):
+        return f"{self.namespace}/{self.name} ({self.state})"
+
+
+class NodeRecord(models.Model):
+    """One NodeInfo: the node's aggregates, as of generation."""
+
+    name = models.CharField(max_length=253, primary_key=True)
+    zone = models.CharField(max_length=253, blank=True)
+    tree_index = models.IntegerField(default=0)  # position in NodeTree.list()
+    has_node = models.BooleanField(default=True)  # False: deleted, pods still on it
+    generation = models.BigIntegerField(default=0)
+    pods = models.IntegerField(default=0)
+    requested = models.JSONField(default=dict)
+    non_zero_requested = models.JSONField(default=dict)
+    allocatable = models.JSONField(default=dict)
+    host_ports = models.JSONField(default=list)
+    images = models.IntegerField(default=0)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)       # [{key, value, effect}]
+    conditions = models.JSONField(default=list, blank=True)   # [{type, status, reason, ...}]
+    unschedulable = models.BooleanField(default=False)
+    # requested / allocatable, in percent, for sorting, filtering and the heat map in SQL
+    # (null: the node has none of it, as most have no GPUs)
+    cpu_percent = models.FloatField(null=True, blank=True)
+    memory_percent = models.FloatField(null=True, blank=True)
+    gpu_percent = models.FloatField(null=True, blank=True)
+    changed_at = models.DateTimeField(default=timezone.now)
+    owner_epoch = models.BigIntegerField(default=0, db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["zone", "tree_index"], name="node_zone_order")]
+
+
+class Transition(models.Model):
+    """One event of the cache, in sequence order: the history behind every timeline."""
+
+    seq = models.BigIntegerField(unique=True)
+    at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=32)
+    key = models.CharField(max_length=253, db_index=True)  # pod uid, or node name
+    namespace = models.CharField(max_length=253, blank=True)
+    name = models.CharField(max_length=253, blank=True)
+    node = models.CharField(max_length=253, blank=True)
+    from_state = models.CharField(max_length=16, blank=True)
+    to_state = models.CharField(max_length=16, blank=True)
+    cause = models.CharField(max_length=16)  # watch, relist, bind, reaper, operator, owner
+    actor = models.CharField(max_length=150, blank=True)
+    generation = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["seq"]
+
+
+class PrunedHistory(models.Model):
+    """How far the history was pruned (one row): a reader asking for transitions below
+    `below_seq` learns they are gone rather than silently getting fewer."""
+
+    below_seq = models.BigIntegerField(default=0)  # every transition numbered below is pruned
+    at = models.DateTimeField(null=True)           # when the last pruning ran
+    transitions = models.BigIntegerField(default=0)  # pruned in all, for the operator
+
+    @classmethod
+    def floor(cls) -> int:
+        """The lowest number the history may still hold (0: nothing was ever pruned)."""
+        return cls.objects.filter(pk=1).values_list("below_seq", flat=True).first() or 0
+
+
+class AuditAction(models.Model):
+    """Every action a person or tool asked for, refused ones included."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=150)
+    action = models.CharField(max_length=32)
+    target = models.CharField(max_length=253)
+    node = models.CharField(max_length=253, blank=True)
+    ok = models.BooleanField()
+    message = models.TextField(blank=True)
+    details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at"]
+        # Viewing needs a login; acting on pods (forget, expire, assume, claim) needs this.
+        permissions = [("act_on_pods", "Can forget, expire and assume pods")]
+
+
+class ComparerRun(models.Model):
+    """A cache/cluster comparison; the latest one is what the dashboard shows."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    clean = models.BooleanField()
+    report = models.JSONField(default=dict)
+    error = models.TextField(blank=True, default="")   # why the comparison could not be made
+
+
+class SnapshotSample(models.Model):
+    """The owner's snapshot over time: the generation chart and what changed."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    generation = models.BigIntegerField()
+    cache_generation = models.BigIntegerField()
+    changed_nodes = models.JSONField(default=list)  # most recently changed first
+
+
+class ApiToken(models.Model):
+    """A bearer token for tools using the REST API, acting as its user.
+
+    Only a digest is stored: a leaked database does not leak working tokens.
+    The token itself is shown once, when it is made (`manage.py apitoken`).
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=100, blank=True)
+    digest = models.CharField(max_length=64, unique=True)
+    created = models.DateTimeField(default=timezone.now)
+    last_used = models.DateTimeField(null=True, blank=True)
+
+    PREFIX = "sv_"
+
+    @staticmethod
+    def digest_of(token: str) -> str:
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @classmethod
+    def issue(cls, user, name: str = "") -> tuple["ApiToken", str]:
+        """Make a token for `user`; returns the row and the token, which is not kept."""
+        token = cls.PREFIX + secrets.token_urlsafe(32)
+        return cls.objects.create(user=user, name=name, digest=cls.digest_of(token)), token
+
+    def __str__(self):
+        return f"{self.user} {self.name or self.pk}"
+
+
+class HealthSample(models.Model):
+    """The health and count figures at one moment, taken by Celery beat's `sample_health`
+    every SCHEDVIEW_SAMPLE_PERIOD: the overview's charts over time, and the "pending
+    then" the stalled-scheduler check compares with. Counts of transitions are those
+    of the `period` seconds before `at`; a figure no one could tell is null."""
+
+    at = models.DateTimeField(db_index=True)
+    period = models.FloatField()
+    level = models.CharField(max_length=8)            # ok, warn or fail (dashboard.readmodel.health)
+    problems = models.JSONField(default=dict)         # the checks not ok: name -> level
+    pending = models.IntegerField(null=True)
+    assumed = models.IntegerField(null=True)
+    added = models.IntegerField(null=True)
+    assumes = models.IntegerField(default=0)
+    binds = models.IntegerField(default=0)            # bindings finished by the bind path
+    bind_failures = models.IntegerField(default=0)    # pods the bind path forgot
+    expiries = models.IntegerField(default=0)
+    forgets = models.IntegerField(default=0)          # every forget, the bind path's included
+    feed_backlog = models.IntegerField(null=True)
+    feed_lag = models.FloatField(null=True)           # seconds (dashboard/owner/feed_lag.py)
+    read_model_backlog = models.IntegerField(null=True)
+    binds_stuck = models.IntegerField(null=True)

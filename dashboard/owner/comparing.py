@@ -1,0 +1,138 @@
+"""The comparer: the cache against fresh lists of the cluster, drift recorded and healed.
+
+The lists are taken off the owner's thread (`start`) and queued on the feed behind
+what the watch had delivered by then, so the comparison (`compare`, in the owner's
+thread) meets a cache that has caught up with them; what changed after the lists
+were taken is the feed being ahead, not drift (`_settled`).
+"""
+import logging
+import threading
+from dataclasses import dataclass
+
+from schedcache import compare
+
+from dashboard.owner.commands import CommandError
+from dashboard.owner.journal import utc
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class CompareRequest:
+    """Lists taken for a comparison, to be compared once the feed has caught up with them."""
+    nodes: list
+    pods: list
+    resource_version: str
+    watch_behind: bool = False    # compared without the watch passing the lists' version
+
+
+@dataclass
+class CompareFailed:
+    """A comparison that could not be made: recorded, so the pages show the failure."""
+    error: str
+
+
+def _version(rv):
+    """A resourceVersion as a number, for "newer than"; None where it is not one."""
+    try:
+        return int(rv)
+    except (TypeError, ValueError):
+        return None
+
+
+def newer(rv, than) -> bool:
+    a, b = _version(rv), _version(than)
+    return a is not None and b is not None and a > b
+
+
+def _rv(obj):
+    return (obj.get("metadata") or {}).get("resourceVersion") or ""
+
+
+class Comparer:
+    """`lister()` -> CompareRequest (from the API server, slow: run in a thread of its
+    own); `on_drift()` is called when a comparison finds drift (relist to heal);
+    `removed` is the feed's record of removals; `overdue()` the binds stuck past time."""
+
+    def __init__(self, cache, journal, feed, removed, overdue, clock):
+        self.cache = cache
+        self.journal = journal
+        self.feed = feed
+        self.removed = removed
+        self.overdue = overdue
+        self.clock = clock
+        self.lister = None
+        self.on_drift = None
+        self.latest_report = None
+        self._busy = threading.Event()
+
+    def start(self) -> dict:
+        """List in the background; the lists join the feed (or why they could not)."""
+        if self.lister is None:
+            raise CommandError(503, "this owner has no lister for comparisons")
+        if self._busy.is_set():
+            return {"started": False, "reason": "a comparison is already running"}
+        self._busy.set()
+
+        def run():
+            try:
+                self.feed.put(self.lister())
+            except Exception as exc:
+                log.warning("comparer could not list the cluster: %s", exc)
+                self.feed.put(CompareFailed(f"could not list the cluster: "
+                                            f"{type(exc).__name__}: {exc}"))
+                self._busy.clear()
+        threading.Thread(target=run, name="comparer-list", daemon=True).start()
+        return {"started": True}
+
+    def compare(self, request: CompareRequest):
+        """Compare the cache with the lists and record the outcome; drift asks for a relist."""
+        try:
+            # Not the owner's pending map: a pod it wrongly believes unbound is exactly
+            # the drift to find.
+            report = self._settled(compare(self.cache, request.nodes, request.pods),
+                                   request.resource_version)
+            # An assumed pod whose bind is overdue is drift too, though a relist cannot heal
+            # it (the pod is still unbound in the cluster): the bind deadline does.
+            overdue = [uid for uid, _ in self.overdue()]
+            details = dict(report.as_dict(), overdue_binds=overdue,
+                           watch_behind=request.watch_behind)
+            details["clean"] = report.clean and not overdue
+            self.journal.batch.comparer_runs.append(
+                {"at": utc(self.clock()), "clean": details["clean"], "report": details,
+                 "error": ""})
+            self.latest_report = report
+            if not report.clean and self.on_drift is not None:
+                log.warning("the cache drifted from the cluster; relisting: %s",
+                            {k: len(v) for k, v in report.as_dict().items()
+                             if isinstance(v, list) and v})
+                self.on_drift()
+        finally:
+            self._busy.clear()
+
+    def failed(self, failure: CompareFailed):
+        """A comparison that could not be made is recorded as such."""
+        self.journal.batch.comparer_runs.append({"at": utc(self.clock()), "clean": False,
+                                                 "report": {}, "error": failure.error})
+
+    def _settled(self, report, listed_at):
+        """Drop what changed after the lists were taken: that is the feed being ahead, not drift."""
+        def cached_rv(uid):
+            info = self.cache.pod_info(uid)
+            return info.resource_version if info is not None else ""
+
+        def node_rv(name):
+            info = self.cache.node_info(name)
+            return _rv(info.node) if info is not None and info.has_node else ""
+
+        report.stale_pods = [s for s in report.stale_pods if not newer(s[1], listed_at)]
+        report.redundant_pods = [u for u in report.redundant_pods
+                                 if not newer(cached_rv(u), listed_at)]
+        report.missed_pods = [u for u in report.missed_pods
+                              if not newer(self.removed.get(u), listed_at)]
+        report.stale_nodes = [s for s in report.stale_nodes if not newer(s[1], listed_at)]
+        report.redundant_nodes = [n for n in report.redundant_nodes
+                                  if not newer(node_rv(n), listed_at)]
+        report.missed_nodes = [n for n in report.missed_nodes
+                               if not newer(self.removed.get(n), listed_at)]
+        return report

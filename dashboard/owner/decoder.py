@@ -1,0 +1,478 @@
+"""The decoder process: the reflectors and the pods' digest run beside the owner, not in it.
+
+Parsing a watch event and digesting its pod costs more than the owner spends
+applying it, and in one process they would share one GIL. Here the
+reflectors (HTTP, orjson, `make_pod_info`) run in a child process, which hands
+the owner batches of compact records over a pipe (marshal: plain values only):
+
+- a pod is `(pack_pod_info(info), kept annotations or None)`, or, when it cannot
+  be digested, `(None, uid, resourceVersion, why)`; a node is its parsed dict;
+- the owner's queue gets one `DecodedEvents` per batch of watch events of one
+  kind (up to BATCH_MAX: the child's sender ships what gathered in SHIP_PERIOD),
+  one `DecodedPage` per list page as it arrives (the owner applies a page while
+  the child parses the next) and one `DecodedList` when a list is complete.
+
+Everything the Reflector guarantees still holds (it runs unchanged in the child).
+The owner reads each kind's `resource_version`, `state` and `stats` from a
+`ReflectorView`, whose version only counts events already in the owner's queue,
+so "the watch passed the list's version" (runner.list_for_comparison) still
+means "everything the list shows is queued". `request_relist()` is forwarded.
+
+The comparer's lists are taken here too (`list_for_comparison`): parsing every
+pod of a large cluster in the owner's process would hold its GIL for seconds and
+its memory at gigabytes, every minute. The child keeps of each listed object only
+what schedcache.compare reads, and ships one `ComparisonLists`.
+
+Lifetime: the child's control pipe ends when the owner's process does (even on
+SIGKILL), and the child then exits at once: no orphans. A child that dies is
+noticed (its data pipe ends) and started again after a backoff; the new one
+lists from scratch, so what the dead one had not handed over is not lost.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import gc
+import logging
+import marshal
+import multiprocessing
+import multiprocessing.forkserver
+import os
+import queue
+import random
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from schedcache import CacheError
+from schedcache.podinfo import make_pod_info, pack_pod_info
+
+from dashboard.kube.reflector import KINDS, ListPage, Reflector, Watched
+from dashboard.runtime.supervisor import die_with_parent
+
+__all__ = ["ComparisonLists", "DecodedEvents", "DecodedList", "DecodedPage", "DecoderProcess",
+           "ReflectorView", "comparable_node", "comparable_pod", "digest_pod"]
+
+log = logging.getLogger(__name__)
+
+BATCH_MAX = 250         # events per message: the owner applies a batch in one go (~4 ms)
+STATUS_PERIOD = 0.5     # seconds: states and bookmarks reach the owner at least this often
+COLLECT_PERIOD = 60.0   # seconds between the child's garbage collections (see _child_main)
+SHIP_PERIOD = 0.002     # seconds between messages (unless BATCH_MAX are waiting): a message
+                        # a event would cost the owner more than applying it
+_LISTING = ("new", "listing")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedEvents:
+    """Watch events of one kind, in order: (type, record) pairs."""
+    kind: str
+    events: list
+    received: float | None = None   # when the oldest came off the stream (feed_lag.py)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedPage:
+    """A page of a list in progress, as records; `first` starts the list afresh."""
+    kind: str
+    items: list
+    first: bool
+    received: float | None = None   # when it came off the stream (feed_lag.py)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedList:
+    """The list whose pages came before is complete (at resource_version)."""
+    kind: str
+    resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonLists:
+    """Nodes and pods listed for the comparer, cut to what it reads; or why not (`error`)."""
+    nodes: list | None
+    pods: list | None
+    resource_version: str
+    error: str = ""
+
+
+def comparable_pod(obj: dict) -> dict:
+    """The part of a pod schedcache.compare reads: uid, version, node, phase."""
+    meta = obj.get("metadata") or {}
+    return {"metadata": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+            "spec": {"nodeName": (obj.get("spec") or {}).get("nodeName")},
+            "status": {"phase": (obj.get("status") or {}).get("phase")}}
+
+
+def comparable_node(obj: dict) -> dict:
+    """The part of a node schedcache.compare reads: name, version, allocatable."""
+    meta = obj.get("metadata") or {}
+    return {"metadata": {"name": meta.get("name"), "resourceVersion": meta.get("resourceVersion")},
+            "status": {"allocatable": (obj.get("status") or {}).get("allocatable")}}
+
+
+def digest_pod(obj: dict, keep_annotations=()) -> tuple:
+    """A pod's record (see the module doc); never raises."""
+    try:
+        info = make_pod_info(obj)
+    except CacheError as exc:
+        meta = obj.get("metadata") or {}
+        return (None, meta.get("uid") or "", meta.get("resourceVersion") or "", str(exc))
+    annotations = obj["metadata"].get("annotations")
+    kept = None
+    if annotations and keep_annotations:
+        kept = {k: annotations[k] for k in keep_annotations if k in annotations} or None
+    return (pack_pod_info(info), kept)
+
+
+# --- the child ----------------------------------------------------------------------------------
+
+class _Outbox:
+    """What the reflector threads saw, until the sender ships it."""
+
+    def __init__(self):
+        self.items = collections.deque()
+        self.ready = threading.Event()
+
+    def sink(self, item) -> None:
+        self.items.append((time.time(), item))   # stamped: the owner measures its lag
+        if not self.ready.is_set():   # set() takes a lock: once per batch is enough
+            self.ready.set()
+
+
+def _encode(item, delivered: dict) -> tuple:
+    if type(item) is ListPage:
+        return ("P", item.kind, item.items, item.first)
+    if type(item) is ComparisonLists:
+        return ("C", item.nodes, item.pods, item.resource_version, item.error)
+    delivered[item.kind] = item.resource_version
+    if type(item) is Watched:
+        return ("W", item.kind, item.type, item.obj)
+    return ("L", item.kind, item.resource_version)
+
+
+def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
+    """One message: every reflector's view and the items queued so far (BATCH_MAX at most).
+
+    A view's version is read before the items are taken, and reported only when every
+    item queued by then is in this message, so the owner never hears of a version
+    whose events it has not been handed. While listing, the reflector sets the list's
+    version before handing the list over: the last delivered version is reported."""
+    seen = {}
+    for kind, r in reflectors.items():
+        state = r.state
+        seen[kind] = (state, r.resource_version)
+    queued = len(outbox.items)
+    entries, received = [], None
+    while outbox.items and len(entries) < BATCH_MAX:
+        stamp, item = outbox.items.popleft()
+        received = received or stamp
+        entries.append(_encode(item, delivered))
+    views = {}
+    for kind, r in reflectors.items():
+        state, version = seen[kind]
+        if state in _LISTING or len(entries) < queued:
+            version = delivered.get(kind, "")
+        views[kind] = (state, version, dict(r.stats), r.last_watch_end)
+    conn.send_bytes(marshal.dumps((views, entries, received)))
+
+
+def _list_for_comparison(api_factory, sink) -> None:
+    """Both lists, cut down as they are read (a page at a time is whole), then shipped."""
+    try:
+        nodes = Reflector(api_factory(), "nodes", _ignore, digest=comparable_node).list_once()
+        pods = Reflector(api_factory(), "pods", _ignore, digest=comparable_pod).list_once()
+        listed_at = max(nodes.resource_version, pods.resource_version,
+                        key=lambda version: int(version or 0))
+        sink(ComparisonLists(nodes.items, pods.items, listed_at))
+    except Exception as exc:      # the owner is waiting: tell it why, whatever went wrong
+        sink(ComparisonLists(None, None, "", f"{type(exc).__name__}: {exc}"))
+
+
+def _ignore(item) -> None:
+    pass
+
+
+def _follow_control(conn, reflectors: dict, stop: threading.Event, api_factory,
+                    outbox: "_Outbox") -> None:
+    """Relist and comparison requests and stop from the owner; the owner gone (EOF) stops
+    us too."""
+    try:
+        while True:
+            op, kind = conn.recv()
+            if op == "relist":
+                reflectors[kind].request_relist()
+            elif op == "compare":
+                threading.Thread(target=_list_for_comparison, args=(api_factory, outbox.sink),
+                                 name="decoder-comparison", daemon=True).start()
+            else:
+                break
+    except (EOFError, OSError):
+        pass
+    stop.set()
+    for r in reflectors.values():
+        r.stop()
+
+
+def _child_main(data_conn, control_conn, api_factory, kinds, keep_annotations, resume_from,
+                options) -> None:
+    """The decoder process: reflectors in threads, this thread ships what they saw.
+
+    Parsed JSON is a tree and records are tuples: nothing here makes cycles worth the
+    collector's passes, which would walk every object of a list page in flight (most of
+    a listed pod's CPU again), so it collects only once a COLLECT_PERIOD, for whatever
+    cycles the HTTP client's errors leave."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the owner's to handle
+    # Forked by the fork server, which ends when the owner does (even SIGKILLed): the
+    # decoder ends with it.
+    die_with_parent(os.getppid())
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s decoder %(levelname)s %(name)s: %(message)s")
+    gc.disable()
+    stop = threading.Event()
+    outbox = _Outbox()
+    reflectors = {}
+    for kind in kinds:
+        digest = functools.partial(digest_pod, keep_annotations=keep_annotations) \
+            if kind == "pods" else None
+        reflectors[kind] = r = Reflector(api_factory(), kind, outbox.sink, stop=stop,
+                                         digest=digest, stream_pages=True, **options)
+        r.resource_version = resume_from.get(kind, "")
+    threads = [threading.Thread(target=r.run, kwargs={"resume": bool(r.resource_version)},
+                                name=f"reflector-{kind}", daemon=True)
+               for kind, r in reflectors.items()]
+    threading.Thread(target=_follow_control,
+                     args=(control_conn, reflectors, stop, api_factory, outbox),
+                     name="decoder-control", daemon=True).start()
+    for thread in threads:
+        thread.start()
+    delivered = {}
+    collected = time.monotonic()
+    try:
+        while not stop.is_set():
+            if time.monotonic() - collected > COLLECT_PERIOD:
+                gc.collect()
+                collected = time.monotonic()
+            outbox.ready.wait(STATUS_PERIOD)
+            if len(outbox.items) < BATCH_MAX:
+                stop.wait(SHIP_PERIOD)     # let a batch gather
+            outbox.ready.clear()
+            _ship(data_conn, outbox, reflectors, delivered)
+            if outbox.items:      # more than BATCH_MAX were waiting
+                outbox.ready.set()
+            if not all(t.is_alive() for t in threads) and not stop.is_set():
+                log.error("a reflector of the decoder process ended; exiting so the owner "
+                          "starts a fresh one")
+                os._exit(3)
+    except (BrokenPipeError, EOFError, OSError):
+        pass          # the owner is gone
+    os._exit(0)       # the reflector threads may be blocked in a read: do not wait for them
+
+
+# --- the owner's side ---------------------------------------------------------------------------
+
+class ReflectorView:
+    """One kind's reflector as the owner sees it: what Reflector offers readers, from the
+    decoder's messages, and request_relist() forwarded."""
+
+    def __init__(self, kind: str, process: "DecoderProcess"):
+        self.kind = kind
+        self.resource_version = ""
+        self.state = "new"
+        self.stats: dict = {}
+        self.last_watch_end = ""
+        self._process = process
+        self._changed = threading.Condition()
+
+    def request_relist(self) -> None:
+        self._process._control(("relist", self.kind))
+
+    def wait_for(self, predicate: Callable[["ReflectorView"], bool], timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(self), timeout)
+
+    def _update(self, state, version, stats, last_watch_end) -> None:
+        with self._changed:
+            self.state, self.resource_version = state, version
+            self.stats, self.last_watch_end = stats, last_watch_end
+            self._changed.notify_all()
+
+
+def warm_up() -> None:
+    """Start the fork server that decoders are forked from, its imports done, so that a
+    decoder starts at once when asked: a standby owner calls this while it waits for the
+    lease, and at takeover its decoder lists seconds sooner than a fresh interpreter
+    would (no copy of the owner's heap or threads either way)."""
+    multiprocessing.set_forkserver_preload([__name__, "dashboard.kube.client"])
+    multiprocessing.forkserver.ensure_running()
+
+
+class DecoderProcess:
+    """Runs the reflectors of `kinds` in a child process and puts what they saw to `put`.
+
+    `api_factory` (picklable: a module-level function or a partial of one) builds the
+    Kubernetes client in the child; `keep_annotations` names the pod annotations the
+    records keep (the rest of a pod is digested); `options` go to each Reflector;
+    `resume_from` (kind -> resourceVersion) makes the first child watch from there
+    instead of listing. `restart_backoff` (first, largest) spaces the restarts of a
+    child that keeps dying; `restarts` counts them."""
+
+    def __init__(self, put: Callable[[object], object], api_factory: Callable, *,
+                 kinds=KINDS, keep_annotations=(), options: dict | None = None,
+                 resume_from: dict | None = None, restart_backoff=(0.5, 30.0),
+                 stop: threading.Event | None = None, rand=random.random):
+        self.put = put
+        self.api_factory = api_factory
+        self.kinds = tuple(kinds)
+        self.keep_annotations = tuple(keep_annotations)
+        self.options = dict(options or {})
+        self.restart_backoff = restart_backoff
+        self.rand = rand
+        self.views = {kind: ReflectorView(kind, self) for kind in self.kinds}
+        self.restarts = 0
+        self.process = None
+        self._resume_from = dict(resume_from or {})
+        self._stop = stop if stop is not None else threading.Event()
+        self._control_lock = threading.Lock()
+        self._control_conn = None
+        self._data_conn = None
+        self._reader = None
+        self._comparisons = queue.Queue()
+
+    @property
+    def reflectors(self) -> list:
+        return list(self.views.values())
+
+    def start(self) -> "DecoderProcess":
+        self._spawn()
+        self._reader = threading.Thread(target=self._read, name="decoder-reader", daemon=True)
+        self._reader.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the child (asked, then terminated, then killed) and the reader thread;
+        setting the `stop` event passed in does the same from the reader thread."""
+        self._stop.set()
+        self._control(("stop", ""))
+        self._end_child(timeout)
+        if self._reader is not None and self._reader is not threading.current_thread():
+            self._reader.join(timeout)
+
+    def list_for_comparison(self, timeout: float) -> ComparisonLists:
+        """The child lists nodes and pods for the comparer (cut down); TimeoutError when
+        no lists came in `timeout` (the child died, or the cluster is slow), RuntimeError
+        when listing failed."""
+        while not self._comparisons.empty():    # an answer to a request that timed out
+            self._comparisons.get_nowait()
+        self._control(("compare", ""))
+        try:
+            lists = self._comparisons.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"the decoder process listed nothing for the comparer in "
+                               f"{timeout:.0f} s") from None
+        if lists.error:
+            raise RuntimeError(lists.error)
+        return lists
+
+    def _spawn(self) -> None:
+        context = multiprocessing.get_context("forkserver")   # no copy of the owner's heap or threads
+        data_recv, data_send = context.Pipe(duplex=False)
+        control_recv, control_send = context.Pipe(duplex=False)
+        resume_from, self._resume_from = self._resume_from, {}
+        process = context.Process(
+            target=_child_main, name="schedview-decoder", daemon=True,
+            args=(data_send, control_recv, self.api_factory, self.kinds, self.keep_annotations,
+                  resume_from, self.options))
+        process.start()
+        # Only the child holds these ends now: its death ends our reads, ours ends its.
+        data_send.close()
+        control_recv.close()
+        with self._control_lock:
+            self._control_conn = control_send
+        self._data_conn = data_recv
+        self.process = process
+
+    def _control(self, message) -> None:
+        with self._control_lock:
+            if self._control_conn is None:
+                return
+            try:
+                self._control_conn.send(message)
+            except (BrokenPipeError, OSError):
+                pass     # the child is gone; the reader restarts it
+
+    def _end_child(self, timeout: float) -> None:
+        process = self.process
+        if process is None:
+            return
+        process.join(timeout)
+        if process.is_alive():
+            process.terminate()
+            process.join(timeout)
+        if process.is_alive():
+            process.kill()
+            process.join()
+        with self._control_lock:
+            if self._control_conn is not None:
+                self._control_conn.close()
+                self._control_conn = None
+
+    def _read(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                payload = self._data_conn.recv_bytes()
+            except (EOFError, OSError):
+                if self._stop.is_set():
+                    break
+                self._end_child(1.0)
+                base, cap = self.restart_backoff
+                delay = self.rand() * min(cap, base * 2 ** min(failures, 30))
+                failures += 1
+                self.restarts += 1
+                log.error("the decoder process died (exit code %s); starting another in "
+                          "%.1f s, which lists afresh", self.process.exitcode, delay)
+                for view in self.views.values():
+                    view._update("new", "", {}, "")
+                if self._stop.wait(delay):
+                    break
+                self._data_conn.close()
+                self._spawn()
+                continue
+            views, entries, received = marshal.loads(payload)
+            if entries:
+                failures = 0
+                self._hand_over(entries, received)
+            for kind, view in views.items():
+                self.views[kind]._update(*view)
+        # stopped (the child ships its views every STATUS_PERIOD, so this is seen soon)
+        self._control(("stop", ""))
+        self._end_child(5.0)
+        self._data_conn.close()
+
+    def _hand_over(self, entries, received=None) -> None:
+        """Consecutive watch events of one kind go as one DecodedEvents, list pages and
+        ends as they are; events and pages carry the message's `received` stamp."""
+        batch_kind, batch = None, []
+        for entry in entries:
+            if entry[0] == "W":
+                _, kind, etype, record = entry
+                if kind != batch_kind and batch:
+                    self.put(DecodedEvents(batch_kind, batch, received))
+                    batch = []
+                batch_kind = kind
+                batch.append((etype, record))
+            else:
+                if batch:
+                    self.put(DecodedEvents(batch_kind, batch, received))
+                    batch_kind, batch = None, []
+                if entry[0] == "P":
+                    self.put(DecodedPage(*entry[1:], received=received))
+                elif entry[0] == "C":
+                    self._comparisons.put(ComparisonLists(*entry[1:]))
+                else:
+                    self.put(DecodedList(*entry[1:]))
+        if batch:
+            self.put(DecodedEvents(batch_kind, batch, received))

@@ -1,0 +1,207 @@
+"""The cache owner: the one process that writes the cache.
+
+It applies what the decoder process hands over (watch events and lists, `apply.py`)
+and the commands other processes send (`handlers.py`), changes the cache's
+assumptions only through the doors of `changes.py`, compares the cache with the
+cluster (`comparing.py`), and hands every transition on: to the database (read
+model rows, `rows.py`, and history, in batches) and to the browsers (one
+channel-layer message a flush), with its status (`status.py`). Everything runs in
+one thread in small steps that report whether they found work, so tests drive it
+step by step.
+"""
+import functools
+import queue
+import time
+
+import orjson
+
+from schedcache import Cache, Snapshot
+
+from dashboard.owner.apply import FeedApplier
+from dashboard.owner.changes import CacheChanges
+from dashboard.owner.commands import CommandServer
+from dashboard.owner.comparing import CompareFailed, Comparer, CompareRequest
+from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage
+from dashboard.owner.feed_lag import FeedLag
+from dashboard.owner.handlers import CommandHandlers, command_cause
+from dashboard.owner.journal import Journal, utc
+from dashboard.owner.owner_metrics import OwnerMetrics
+from dashboard.owner.rows import ReadModelRows
+from dashboard.owner.status import owner_status
+from dashboard.runtime.redis_outage import RedisBackoff
+from dashboard.wire.keys import OWNER_SEQ, OWNER_STATUS, OWNER_STATUS_TTL
+
+_LAGGING = (DecodedEvents, DecodedPage)   # stamped with when the decoder read them
+_DECODED = (DecodedEvents, DecodedPage, DecodedList)
+
+
+class CacheOwner:
+    def __init__(self, cache: Cache, *, command_server: CommandServer = None, writer=None,
+                 publisher=None, redis=None, seq_base=0, epoch=0, lister=None, on_drift=None,
+                 clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0):
+        self.cache = cache
+        self.feed = queue.Queue(maxsize=200_000)
+        self.feed_lag = FeedLag(self.feed)
+        self.commands = command_server
+        self.writer = writer
+        self.publisher = publisher
+        self.redis = redis
+        self.clock = clock
+        self.scheduler_verbs = {}     # op -> handler: kube-scheduler's, for the owner's listener
+        self.fit_reason = None        # (pod, node) -> why it does not fit, or None (assume)
+        self.status_parts = []        # () -> dict merged into status() (the extender's)
+        self.redis_backoff = RedisBackoff("cache owner")   # every call of the loop to Redis
+        self.metrics = OwnerMetrics()  # what /metrics shows, fed at each flush
+        self.bind_stuck_after = bind_stuck_after   # seconds until an unfinished bind is stuck
+        self.bind_deadline = bind_deadline         # ... and until it is forgotten
+        self.stats = {"applied": 0, "skipped": 0, "corrupted": 0, "commands": 0}
+        self.snapshot = Snapshot()
+        self._pruned = False
+        # The journal subscribes first: every event is stamped before anyone else sees it.
+        self.journal = Journal(cache, clock, seq_base)
+        self.changes = CacheChanges(cache, self.journal)
+        pending = {}                  # uid -> pod: the feed's, the rows read it
+        self.rows = ReadModelRows(cache, self.journal, pending, epoch, clock)
+        self.applier = FeedApplier(cache, self.journal, self.rows, self.stats, pending)
+        self.comparer = Comparer(cache, self.journal, self.feed, self.applier.removed,
+                                 self.stuck_binds, clock)
+        self.comparer.lister, self.comparer.on_drift = lister, on_drift
+        if command_server is not None:
+            self.register(CommandHandlers(self).handlers())
+
+    # --- what the parts hold, as the runner, the extender and the tests read it -----------------
+    @property
+    def pending(self) -> dict:
+        """uid -> lean Mapping of the unbound pods the watch shows."""
+        return self.applier.pending
+
+    @property
+    def synced(self) -> dict:
+        return self.applier.synced
+
+    @property
+    def seq_base(self) -> int:
+        return self.journal.seq_base
+
+    @property
+    def latest_report(self):
+        return self.comparer.latest_report
+
+    def known_pod(self, uid):
+        """(namespace, name) of a pod the watch has shown (pending or cached), else None."""
+        return self.applier.known_pod(uid)
+
+    # --- the feed -------------------------------------------------------------------------------
+    def drain_feed(self, limit=5000, wait=0.0) -> int:
+        """Apply queued feed items until `limit` events are done, waiting up to `wait`
+        seconds for the first; returns how many."""
+        done = 0
+        while done < limit:
+            try:
+                item = self.feed.get(timeout=wait) if wait and not done else self.feed.get_nowait()
+            except queue.Empty:
+                break
+            done += self.apply(item)
+        return done
+
+    def apply(self, item) -> int:
+        """Apply one feed item (the decoder's, or the comparer's); returns how many events
+        it held (a batch holds many)."""
+        if type(item) in _DECODED:
+            if type(item) in _LAGGING:
+                self.feed_lag.applied(item.received, self.clock())
+            return self.applier.apply(item)
+        if type(item) is CompareRequest:
+            self.comparer.compare(item)
+        elif type(item) is CompareFailed:
+            self.comparer.failed(item)
+        else:
+            raise TypeError(f"the owner's feed takes decoded items and comparisons, not "
+                            f"{type(item).__name__}")
+        return 1
+
+    # --- binds that never finish ----------------------------------------------------------------
+    def stuck_binds(self) -> list:
+        """(uid, node) of assumed pods whose binding has not finished within
+        bind_stuck_after seconds, oldest first."""
+        return self.journal.assumptions.unfinished(self.cache, self.clock(),
+                                                   self.bind_stuck_after)
+
+    def forget_overdue_binds(self, now=None) -> int:
+        """The bind deadline's door (see changes.py); returns how many were forgotten."""
+        return self.changes.forget_overdue_binds(self.clock() if now is None else now,
+                                                 self.bind_deadline)
+
+    # --- commands -------------------------------------------------------------------------------
+    def register(self, handlers: dict, cause: str = None):
+        """Serve more commands over Redis (see `caused`)."""
+        self.commands.handlers.update(self.caused(handlers, cause))
+
+    def caused(self, handlers: dict, cause: str = None) -> dict:
+        """The handlers, counted and timed (metrics). The doors stamp the changes they
+        make; events a handler causes otherwise (the algorithm's snapshot in a filter)
+        carry `cause` (by default the actor's, see handlers.command_cause) and the actor."""
+        def caused(op, handler):
+            def run(args, actor):
+                self.stats["commands"] += 1
+                self.journal.stamp(cause or command_cause(actor), actor)
+                with self.metrics.timing(op):
+                    return handler(args, actor)
+            return run
+        return {op: caused(op, h) for op, h in handlers.items()}
+
+    def status(self) -> dict:
+        return owner_status(self)
+
+    # --- flushing -------------------------------------------------------------------------------
+    def note_leader(self, holder: str):
+        """The handover, as the first event of this owner's history."""
+        self.journal.note_leader(holder)
+
+    def take_snapshot(self):
+        """Bring the owner's snapshot up to date and record what changed, if anything."""
+        before = self.snapshot.generation
+        changed = self.cache.recently_changed(before)
+        self.cache.update_snapshot(self.snapshot)
+        if self.snapshot.generation != before:
+            self.journal.batch.samples.append(
+                {"at": utc(self.clock()), "generation": self.snapshot.generation,
+                 "cache_generation": self.cache.generation, "changed_nodes": changed[:500]})
+
+    def flush(self) -> int:
+        """Hand the changes since the last flush to the writer and the publisher."""
+        events, bind_seconds, batch = self.journal.take()
+        seq_base = self.journal.seq_base
+        published = []
+        for event, cause, actor, at in events:
+            row = {"seq": seq_base + event.seq, "at": utc(at), "kind": event.kind,
+                   "key": event.key, "namespace": event.namespace, "name": event.name,
+                   "node": event.node, "from_state": event.from_state or "",
+                   "to_state": event.to_state or "", "cause": cause, "actor": actor,
+                   "generation": event.generation}
+            if event.kind != "snapshot_updated":
+                batch.transitions.append(row)
+            published.append(dict(row, at=at))
+        self.rows.build(batch)
+        if not self._pruned and all(self.synced.values()) and not self.rows.backlog():
+            batch.prune_epoch, self._pruned = self.rows.epoch, True
+        status = self.status()
+        self.feed_lag.new_window()
+        self.metrics.record_flush(events, status, batch.comparer_runs, bind_seconds)
+        publish = None
+        if self.publisher is not None:
+            publish = functools.partial(self.publisher.publish, published, status)
+        if self.writer is not None:
+            # Pages re-render from the read model, so they hear of a change only once
+            # its rows are written; published first, they would draw the old state.
+            self.writer.submit(batch, then=publish)
+        elif publish is not None:
+            publish()
+        if self.redis is not None:
+            # While Redis is unreachable the status waits for the flush after it answers
+            # again: it says everything up to then, and the sequence number stays the latest.
+            pipe = self.redis.pipeline()
+            pipe.set(OWNER_STATUS, orjson.dumps(dict(status, at=self.clock())), ex=OWNER_STATUS_TTL)
+            pipe.set(OWNER_SEQ, status["seq"])
+            self.redis_backoff.attempt(pipe.execute)
+        return len(events)

@@ -1,0 +1,307 @@
+"""The owner's changes, written to the database by a thread of its own.
+
+The owner hands over plain row dicts in batches; this thread upserts and
+deletes them in one transaction per batch. Database latency therefore never
+stalls the cache's one writer; a slow database only makes the bounded queue
+push back.
+"""
+import logging
+import queue
+import threading
+
+import orjson
+import psycopg
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connections,
+    transaction,
+)
+from redis.backoff import ExponentialWithJitterBackoff
+
+from dashboard.models import (
+    AuditAction,
+    ComparerRun,
+    NodeRecord,
+    PodRecord,
+    SnapshotSample,
+    Transition,
+)
+from dashboard.owner.batch import Batch
+
+log = logging.getLogger(__name__)
+
+POD_FIELDS = ["namespace", "name", "node", "zone", "state", "binding_finished", "assumed_at",
+              "deadline", "phase", "resource_version", "labels", "milli_cpu", "memory",
+              "scalar_resources", "priority", "seq", "changed_at", "owner_epoch"]
+NODE_FIELDS = ["zone", "tree_index", "has_node", "generation", "pods", "requested",
+               "non_zero_requested", "allocatable", "host_ports", "images", "labels", "taints",
+               "conditions", "unschedulable", "cpu_percent", "memory_percent", "gpu_percent",
+               "changed_at", "owner_epoch"]
+TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state",
+                     "to_state", "cause", "actor", "generation"]
+_CHUNK = 2000
+MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
+ATTEMPTS = 4           # tries of a batch that fails for another reason than an outage
+
+
+def _chunks(items):
+    items = list(items)
+    for start in range(0, len(items), _CHUNK):
+        yield items[start:start + _CHUNK]
+
+
+class RawInsert:
+    """One model's rows as INSERT ... ON CONFLICT statements.
+
+    Why not the ORM's bulk_create: it builds a model instance per row and compiles the
+    statement anew each flush, tens of milliseconds of the writer's thread at 1,000 cache
+    events a second, so pages would hear of changes up to a second late. (An executemany
+    of one row a statement is no faster: a round trip a row.)
+
+    On PostgreSQL the rows are COPYed into a staging table and upserted from it with one
+    statement: psycopg formats COPY rows in C. Placeholders cost Python time per value:
+    a VALUES list of thousands (quoted one by one by Django's client-side binding, the
+    long query parsed again each call) costs an order of magnitude more CPU than COPY,
+    and the writer's CPU holds the owner process's GIL. SQLite
+    takes multi-row VALUES, each value through its field's own preparation (JSON,
+    datetimes), as the ORM would send it.
+    """
+
+    def __init__(self, model, fields, conflict: str, update: bool):
+        meta = model._meta
+        self.fields = [meta.get_field(name) for name in fields]
+        # The columns an INSERT names: the key first when rows come keyed (upserts).
+        self.inserted = ([meta.pk] if update else []) + self.fields
+        self.names = [f.name for f in self.fields]
+        self.json_at = [i for i, f in enumerate(self.inserted)
+                        if f.get_internal_type() == "JSONField"]
+        self.prepared_at = [(i, f) for i, f in enumerate(self.inserted)
+                            if f.get_internal_type() in ("JSONField", "DateTimeField")]
+        self.table, self.conflict, self.update = meta.db_table, conflict, update
+
+    def _values(self, item) -> list:
+        """A row's values in `inserted` order; `item` is (key, row) when it updates."""
+        if self.update:
+            key, row = item
+            return [key, *map(row.__getitem__, self.names)]
+        return list(map(item.__getitem__, self.names))
+
+    def _statement(self, connection, rows: int) -> str:
+        quote = connection.ops.quote_name
+        values = "(" + ", ".join(["%s"] * len(self.inserted)) + ")"
+        columns = ", ".join(quote(f.column) for f in self.inserted)
+        return (f"INSERT INTO {quote(self.table)} ({columns}) "
+                f"VALUES {', '.join([values] * rows)} "
+                f"ON CONFLICT ({quote(self.conflict)}) {self._action(connection)}")
+
+    def _run_copy(self, connection, rows):
+        """PostgreSQL: COPY the rows into a session's staging table shaped like the model's
+        columns, then one INSERT ... SELECT from it; the staging table is emptied after."""
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(f.column) for f in self.inserted)
+        staging = quote(f"staging_{self.table}")
+        with psycopg.Cursor(connection.connection) as cursor:
+            cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {staging} AS "
+                           f"SELECT {columns} FROM {quote(self.table)} WITH NO DATA")
+            with cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:
+                for item in rows:
+                    values = self._values(item)
+                    for i in self.json_at:
+                        if values[i] is not None:
+                            values[i] = orjson.dumps(values[i]).decode()
+                    copy.write_row(values)
+            cursor.execute(f"INSERT INTO {quote(self.table)} ({columns}) SELECT {columns} "
+                           f"FROM {staging} ON CONFLICT ({quote(self.conflict)}) "
+                           f"{self._action(connection)}")
+            cursor.execute(f"TRUNCATE {staging}")
+
+    def _action(self, connection) -> str:
+        if not self.update:
+            return "DO NOTHING"
+        quote = connection.ops.quote_name
+        return "DO UPDATE SET " + ", ".join(
+            f"{quote(f.column)} = EXCLUDED.{quote(f.column)}" for f in self.fields)
+
+    def run(self, connection, rows):
+        """`rows`: (key, row dict) pairs when it updates, else row dicts."""
+        if not rows:
+            return
+        if connection.vendor == "postgresql":
+            self._run_copy(connection, rows)
+            return
+        params = []
+        for item in rows:
+            values = self._values(item)
+            for i, f in self.prepared_at:
+                values[i] = f.get_db_prep_save(values[i], connection)
+            params.append(values)
+        per_statement = max(1, (connection.features.max_query_params or 30_000)
+                            // len(self.inserted))
+        with connection.cursor() as cursor:
+            for start in range(0, len(params), per_statement):
+                chunk = params[start:start + per_statement]
+                cursor.execute(self._statement(connection, len(chunk)),
+                               [value for values in chunk for value in values])
+
+
+POD_UPSERT = RawInsert(PodRecord, POD_FIELDS, conflict="uid", update=True)
+NODE_UPSERT = RawInsert(NodeRecord, NODE_FIELDS, conflict="name", update=True)
+TRANSITION_INSERT = RawInsert(Transition, TRANSITION_FIELDS, conflict="seq", update=False)
+
+
+def write(batch: Batch):
+    """Apply one batch in one transaction."""
+    connection = connections["default"]
+    with transaction.atomic():
+        POD_UPSERT.run(connection, [(uid, row) for uid, row in batch.pods.items()
+                                    if row is not None])
+        for chunk in _chunks(uid for uid, row in batch.pods.items() if row is None):
+            PodRecord.objects.filter(uid__in=chunk).delete()
+        NODE_UPSERT.run(connection, [(name, row) for name, row in batch.nodes.items()
+                                     if row is not None])
+        for chunk in _chunks(n for n, row in batch.nodes.items() if row is None):
+            NodeRecord.objects.filter(name__in=chunk).delete()
+        TRANSITION_INSERT.run(connection, batch.transitions)
+        if batch.prune_epoch is not None:
+            PodRecord.objects.exclude(owner_epoch=batch.prune_epoch).delete()
+            NodeRecord.objects.exclude(owner_epoch=batch.prune_epoch).delete()
+        SnapshotSample.objects.bulk_create(SnapshotSample(**s) for s in batch.samples)
+        ComparerRun.objects.bulk_create(ComparerRun(**r) for r in batch.comparer_runs)
+        AuditAction.objects.bulk_create(AuditAction(**a) for a in batch.audits)
+
+
+def _merged(batches) -> Batch:
+    """One batch holding `batches` in order (the first itself when it is alone: it is not
+    changed, it stays the submitter's)."""
+    if len(batches) == 1:
+        return batches[0]
+    merged = Batch()
+    for batch in batches:
+        merged.absorb(batch)
+    return merged
+
+
+class ProjectionWriter:
+    """A thread that writes submitted batches in order.
+
+    A writer that fell behind (a slow commit, a busy machine) writes everything
+    queued as one batch, up to MERGED_ROWS rows: its lag then stays one commit
+    long instead of growing by a commit per flush, and the pages that wait for a
+    flush's publication (`then`) hear of it one commit after the owner let go of it.
+    """
+
+    def __init__(self, depth=32, backoff=None):
+        self._queue = queue.Queue(maxsize=depth)
+        self._thread = threading.Thread(target=self._run, name="projection", daemon=True)
+        self.written = 0
+        self.failed = 0
+        self._idle = threading.Condition()
+        self._submitted = 0
+        # pauses between tries while the database is unreachable
+        self._backoff = backoff or ExponentialWithJitterBackoff(cap=5.0, base=0.25)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def submit(self, batch: Batch, then=None):
+        """Queue `batch`; `then()` runs once it is written (or failed), in submission order."""
+        if batch or then is not None:
+            with self._idle:
+                self._submitted += 1
+            self._queue.put((batch, then))
+
+    def unwritten(self) -> int:
+        """Batches submitted and not yet written (or failed)."""
+        return self._submitted - self.written - self.failed
+
+    def wait_idle(self, timeout=None) -> bool:
+        """Block until every submitted batch has been written (or failed)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self.written + self.failed >= self._submitted,
+                                       timeout)
+
+    def close(self, timeout=30):
+        self._queue.put(None)
+        self._thread.join(timeout)
+
+    def _write_until_done(self, batch, thens, closing):
+        """Write `batch`: (the `then`s of what was written, closing, "written" | "failed").
+
+        While the database is unreachable (OperationalError, InterfaceError) it keeps
+        trying, with backoff, so the history loses nothing of what happened meanwhile;
+        the batches that queue up behind are taken into the one it retries, so the owner
+        never waits on a full queue. Any other failure, or being closed, gives up after
+        ATTEMPTS tries, loudly."""
+        failures = 0
+        while True:
+            close_old_connections()
+            try:
+                write(batch)
+                return thens, closing, "written"
+            except (OperationalError, InterfaceError) as error:
+                unreachable = True
+                failures += 1
+                log.warning("the database is unreachable; %d pods, %d nodes, %d transitions "
+                            "wait (try %d): %s", len(batch.pods), len(batch.nodes),
+                            len(batch.transitions), failures, error)
+            except Exception:
+                unreachable = False
+                failures += 1
+                log.exception("writing a batch of %d pods, %d nodes, %d transitions failed "
+                              "(attempt %d of %d)", len(batch.pods), len(batch.nodes),
+                              len(batch.transitions), failures, ATTEMPTS)
+            connections.close_all()
+            if failures >= ATTEMPTS and (closing or not unreachable):
+                return thens, closing, "failed"
+            threading.Event().wait(self._backoff.compute(failures))
+            if not closing:
+                later, later_thens, closing = self._taken(0, [], [], limit=float("inf"))
+                batch = _merged([batch, *later])
+                thens.extend(later_thens)
+
+    def _queued(self, first):
+        """`first` and what queued behind it, as one batch; their `then`s in order; and
+        whether a close request came after them."""
+        batches, thens, closing = self._taken(first[0].rows(), [first[0]], [first[1]])
+        return _merged(batches), thens, closing
+
+    def _taken(self, rows, batches, thens, limit=MERGED_ROWS):
+        """Add what is queued now to `batches` and `thens`, up to `limit` rows in all;
+        also whether a close request came."""
+        while rows < limit:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return batches, thens, False
+            if item is None:
+                return batches, thens, True
+            batches.append(item[0])
+            thens.append(item[1])
+            rows += item[0].rows()
+        return batches, thens, False
+
+    def _run(self):
+        try:
+            closing = False
+            while not closing:
+                item = self._queue.get()
+                if item is None:
+                    return
+                batch, thens, closing = self._queued(item)
+                outcome = "written"
+                if batch:
+                    thens, closing, outcome = self._write_until_done(batch, thens, closing)
+                for then in thens:
+                    if then is not None:
+                        try:
+                            then()
+                        except Exception:
+                            log.exception("after writing a batch: %r failed", then)
+                    with self._idle:
+                        setattr(self, outcome, getattr(self, outcome) + 1)
+                        self._idle.notify_all()
+        finally:
+            connections.close_all()

@@ -1,0 +1,415 @@
+"""Is the scheduler healthy? One model of it: checks, each ok, warn or fail, with a line
+saying why and a link to the cause.
+
+Why one module: the banner on every page, the overview's health panel, `GET
+/api/v1/health`, the samples behind the charts and the web's /metrics all judge the
+same way. Each check is a plain function of the figures passed in (unit-tested with
+made-up figures); `gather()` reads those figures (the owner's status in Redis, the
+pools' status, a few indexed queries: nothing per pod) and judges them.
+
+The thresholds are settings (SCHEDVIEW_HEALTH_*, see the README), most a "warn,fail"
+pair.
+"""
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+
+import redis
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Count, Sum
+from django.urls import reverse
+from django.utils import timezone
+
+from dashboard.clients.pools_transport import read_status as read_pools_status
+from dashboard.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
+from dashboard.readmodel.read_model import OwnerStatus, ago, bind_outcomes, owner_status, pod_counts
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+_RANK = {OK: 0, WARN: 1, FAIL: 2}
+REACH_TIMEOUT = 1.0      # seconds the database and Redis have to answer a probe
+SHARED_FOR = 2.0         # seconds a process's pages share one judgement (current())
+CURRENT_KEY = "schedview:health"   # ... under this key of the process's local cache
+# Transitions that are scheduling progress: a pod assumed by the extender, or bound by
+# a scheduler that does not assume through us (the watch adds it to the cache).
+PROGRESS_KINDS = ("pod_assumed", "pod_added")
+# Every check's name, in the order they are judged.
+CHECKS = ("redis", "database", "owner", "feed", "read_model", "scheduling", "binds_stuck",
+          "comparer", "bind_failures", "samples", "pools")
+STALE_SAMPLES = 3        # sampling periods without a sample: Celery beat is not running
+MIN_BIND_OUTCOMES = 10   # fewer binds ended in the window: too few to judge a rate
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str       # what is checked: owner, feed, read_model, scheduling, ...
+    title: str      # as people say it
+    level: str      # ok, warn or fail
+    message: str    # one line: what is wrong, or that it is fine
+    link: str = ""  # the page (or pod) where the cause shows
+
+    @property
+    def ok(self) -> bool:
+        return self.level == OK
+
+
+@dataclass(frozen=True)
+class Health:
+    checks: tuple[Check, ...]
+    at: float   # epoch seconds it was judged
+    # The feed's figures as the owner reported them (None: no live owner reports them).
+    feed_backlog: int | None = None   # watch items queued for the owner
+    feed_lag: float | None = None     # seconds the cache is behind the events received
+
+    @property
+    def level(self) -> str:
+        return max((check.level for check in self.checks), key=_RANK.__getitem__, default=OK)
+
+    @property
+    def problems(self) -> list[Check]:
+        """The checks not ok, failures first."""
+        return sorted((c for c in self.checks if not c.ok), key=lambda c: -_RANK[c.level])
+
+    def as_dict(self) -> dict:
+        return {"level": self.level, "at": self.at,
+                "feed": {"backlog": self.feed_backlog, "lag_seconds": self.feed_lag},
+                "checks": [asdict(check) for check in self.checks]}
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    feed_backlog: tuple[float, float]
+    feed_lag: tuple[float, float]        # seconds
+    read_model_backlog: tuple[float, float]
+    stuck_binds: tuple[float, float]
+    bind_failures: tuple[float, float]   # percent
+    pool_queue: tuple[float, float]      # percent of capacity
+    window: float                        # seconds
+    comparer_stale: float                # seconds
+
+    @classmethod
+    def from_settings(cls) -> "Thresholds":
+        return cls(settings.SCHEDVIEW_HEALTH_FEED_BACKLOG, settings.SCHEDVIEW_HEALTH_FEED_LAG,
+                   settings.SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG,
+                   settings.SCHEDVIEW_HEALTH_STUCK_BINDS, settings.SCHEDVIEW_HEALTH_BIND_FAILURES,
+                   settings.SCHEDVIEW_HEALTH_POOL_QUEUE, settings.SCHEDVIEW_HEALTH_WINDOW,
+                   settings.SCHEDVIEW_HEALTH_COMPARER_STALE)
+
+
+def graded(value: float, pair: tuple[float, float]) -> str:
+    warn, fail = pair
+    return FAIL if value >= fail else WARN if value >= warn else OK
+
+
+def _pod_link(uid: str | None, fallback: str) -> str:
+    return reverse("pod-detail", args=[uid]) if uid else fallback
+
+
+def _overview(anchor: str) -> str:
+    return f"{reverse('overview')}#{anchor}"
+
+
+# --- the checks, each a function of the figures passed in ----------------------------------
+def owner_check(owner: OwnerStatus) -> Check:
+    link = _overview("owner-status")
+    if owner.state == "unreachable":
+        return Check("owner", "Cache owner", FAIL,
+                     f"Owner status unknown: Redis did not answer ({owner.error})", link)
+    if not owner.live:
+        return Check("owner", "Cache owner", FAIL,
+                     "No cache owner has reported in the last 10 s: is `manage.py watch` "
+                     "running and leading?", link)
+    if not owner.synced:
+        return Check("owner", "Cache owner", WARN, "The owner leads but is still listing the "
+                     "cluster: the cache is incomplete", link)
+    return Check("owner", "Cache owner", OK, f"Leading and synced (reported {owner.reported})",
+                 link)
+
+
+def _backlog_check(name: str, title: str, owner: OwnerStatus, backlog, pair, behind: str,
+                   fine: str) -> Check:
+    """A backlog the owner reports, graded; `behind` and `fine` are "{:,}" formats."""
+    link = _overview("owner-status")
+    if not owner.live or backlog is None:
+        return Check(name, title, OK, "No owner reports it", link)
+    level = graded(backlog, pair)
+    return Check(name, title, level, (behind if level != OK else fine).format(backlog), link)
+
+
+def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
+    """Graded by the worse of the backlog (events) and the lag (seconds): a few slow
+    events show in the lag, a flood the owner applies quickly in the backlog."""
+    link = _overview("owner-status")
+    backlog, lag = owner.feed_backlog, owner.feed_lag
+    if not owner.live or backlog is None:
+        return Check("feed", "Watch feed", OK, "No owner reports it", link)
+    level = max(graded(backlog, thresholds.feed_backlog),
+                graded(lag or 0, thresholds.feed_lag), key=_RANK.__getitem__)
+    if level == OK:
+        behind = "" if lag is None else f"{lag:,.1f} s behind, "
+        return Check("feed", "Watch feed", OK, f"Keeping up ({behind}{backlog:,} waiting)", link)
+    if lag is None:   # an owner that does not report its lag
+        return Check("feed", "Watch feed", level,
+                     f"{backlog:,} watch events wait to be applied to the cache", link)
+    return Check("feed", "Watch feed", level, f"The cache is {lag:,.1f} s behind the watch "
+                 f"({backlog:,} events wait to be applied)", link)
+
+
+def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
+    return _backlog_check("read_model", "Pages' data", owner, owner.read_model_backlog,
+                          thresholds.read_model_backlog,
+                          "{:,} changes are not on these pages yet: the database writes lag",
+                          "Up to date ({:,} changes being written)")
+
+
+@dataclass(frozen=True)
+class SchedulingProgress:
+    pending: int | None        # pending pods now (None: unknown)
+    pending_then: int | None   # at the start of the window, from the samples
+    progressed: bool           # any pod assumed or bound within the window
+    oldest_pending: str | None  # its uid, the pod to look at
+    window: float              # seconds
+
+
+def scheduling_check(progress: SchedulingProgress) -> Check:
+    """Stalled: pending grew over the window while no pod was assumed or bound."""
+    link = _pod_link(progress.oldest_pending, f"{reverse('pods')}?state=Pending")
+    window = ago(progress.window).removesuffix(" ago")
+    if progress.pending is None:
+        return Check("scheduling", "Scheduling", OK, "Pending pods unknown", link)
+    if progress.progressed or not progress.pending:
+        return Check("scheduling", "Scheduling", OK,
+                     f"Progressing ({progress.pending:,} pending)", link)
+    if progress.pending_then is not None and progress.pending > progress.pending_then:
+        return Check("scheduling", "Scheduling", FAIL,
+                     f"Stalled: pending grew {progress.pending_then:,} -> {progress.pending:,} "
+                     f"in {window} and no pod was assumed or bound", link)
+    return Check("scheduling", "Scheduling", OK,
+                 f"{progress.pending:,} pending, none placed in {window}, not growing", link)
+
+
+def stuck_binds_check(stuck: int | None, oldest_stuck: str | None,
+                      thresholds: Thresholds) -> Check:
+    link = _pod_link(oldest_stuck, f"{reverse('pods')}?state=Assumed")
+    if not stuck:
+        return Check("binds_stuck", "Stuck binds", OK, "No assumed pod waits on its bind", link)
+    level = graded(stuck, thresholds.stuck_binds)
+    return Check("binds_stuck", "Stuck binds", level,
+                 f"{stuck:,} assumed pod{'s' if stuck != 1 else ''} whose bind has not "
+                 f"finished in time", link)
+
+
+def comparer_check(run: ComparerRun | None, now: datetime, thresholds: Thresholds) -> Check:
+    link = _overview("comparer")
+    if run is None:
+        return Check("comparer", "Cache vs cluster", OK, "No comparison yet", link)
+    age = (now - run.at).total_seconds()
+    error = getattr(run, "error", "") or ""
+    if error:
+        return Check("comparer", "Cache vs cluster", FAIL,
+                     f"The last comparison failed ({ago(age)}): {error}", link)
+    if age > thresholds.comparer_stale:
+        return Check("comparer", "Cache vs cluster", WARN,
+                     f"The last comparison is stale: {ago(age)}", link)
+    if not run.clean:
+        return Check("comparer", "Cache vs cluster", WARN,
+                     f"The cache drifted from the cluster ({ago(age)}); the owner relists", link)
+    return Check("comparer", "Cache vs cluster", OK, f"Clean ({ago(age)})", link)
+
+
+def bind_failures_check(finished: int, failed: int, thresholds: Thresholds) -> Check:
+    link = _overview("binds")
+    ended = finished + failed
+    if ended < MIN_BIND_OUTCOMES:
+        return Check("bind_failures", "Bind failures", OK,
+                     f"{failed} of {ended} binds failed (too few to judge)", link)
+    percent = 100 * failed / ended
+    return Check("bind_failures", "Bind failures", graded(percent, thresholds.bind_failures),
+                 f"{percent:.0f}% of binds failed ({failed:,} of {ended:,})", link)
+
+
+def samples_check(latest: datetime | None, now: datetime, period: float) -> Check:
+    """Celery beat samples every `period`: without samples the charts and the stalled
+    check are blind, and the reaper and comparer (beat's too) are not running either."""
+    link = _overview("over-time")
+    if latest is None:
+        return Check("samples", "Celery beat", WARN, "No health sample yet: is Celery beat "
+                     "running?", link)
+    age = (now - latest).total_seconds()
+    if age > STALE_SAMPLES * period:
+        return Check("samples", "Celery beat", WARN, f"The latest health sample is from "
+                     f"{ago(age)}: is Celery beat running?", link)
+    return Check("samples", "Celery beat", OK, f"Sampling (latest {ago(age)})", link)
+
+
+def pools_check(status: dict | None, thresholds: Thresholds) -> Check:
+    link = reverse("pools")
+    pools = (status or {}).get("pools") or {}
+    if not pools:
+        return Check("pools", "Warm pools", OK, "No pools process reports pools", link)
+    worst, why = OK, []
+    for pool, s in sorted(pools.items()):
+        capacity = s.get("capacity") or 0
+        percent = 100 * (s.get("queue_length") or 0) / capacity if capacity else 0
+        level = graded(percent, thresholds.pool_queue)
+        if level != OK:
+            why.append(f"{pool}: {s.get('queue_length'):,} of {capacity:,} queued")
+        worst = max(worst, level, key=_RANK.__getitem__)
+    message = ("Claim queues full: " + "; ".join(why)) if why else (
+        f"{len(pools)} pool{'s' if len(pools) != 1 else ''}, queues short")
+    return Check("pools", "Warm pools", worst, message, link)
+
+
+def reachability_check(name: str, title: str, error: str | None) -> Check:
+    if error:
+        return Check(name, title, FAIL, f"Not answering: {error}")
+    return Check(name, title, OK, "Answering")
+
+
+# --- reading the figures --------------------------------------------------------------------
+_prober = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health-probe")
+
+
+def _select_one():
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except Exception:
+        connection.close()   # the next probe connects afresh
+        raise
+    finally:
+        connection.close_if_unusable_or_obsolete()
+
+
+def database_error(timeout: float = REACH_TIMEOUT) -> str | None:
+    """None when the database answers a query within `timeout`, else why not. Run in a
+    thread of its own, so a database that hangs costs the caller `timeout`, not a hang."""
+    try:
+        _prober.submit(_select_one).result(timeout)
+    except FutureTimeout:
+        return f"no answer within {timeout:g} s"
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}".strip()
+    return None
+
+
+_probe_clients = {}
+
+
+def redis_error(timeout: float = REACH_TIMEOUT) -> str | None:
+    """None when Redis answers PING within `timeout`, else why not."""
+    key = (settings.REDIS_URL, timeout)
+    client = _probe_clients.get(key)
+    if client is None:
+        client = _probe_clients[key] = redis.Redis.from_url(
+            settings.REDIS_URL, socket_timeout=timeout, socket_connect_timeout=timeout)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def oldest_uid(**filters) -> str | None:
+    """The pod of these filters whose row changed longest ago (an index range)."""
+    return (PodRecord.objects.filter(**filters).order_by("changed_at", "uid")
+            .values_list("uid", flat=True).first())
+
+
+def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> SchedulingProgress:
+    since = now - timedelta(seconds=window)
+    pending = owner.pending if owner.live else None
+    if pending is None:
+        pending = PodRecord.objects.filter(state=PodState.PENDING).count()
+    then = (HealthSample.objects.filter(at__lte=since, pending__isnull=False)
+            .order_by("-at").values_list("pending", flat=True).first())
+    progressed = Transition.objects.filter(at__gte=since, kind__in=PROGRESS_KINDS).exists()
+    oldest = oldest_uid(state=PodState.PENDING) if pending and not progressed else None
+    return SchedulingProgress(pending, then, progressed, oldest, window)
+
+
+def sampled_bind_outcomes(since: datetime) -> tuple[int, int]:
+    """(finished, failed) binds of the bind path since `since`, from the samples: the
+    history's rows of those minutes were counted once, when each sample was taken."""
+    sums = HealthSample.objects.filter(at__gt=since).aggregate(
+        binds=Sum("binds", default=0), failures=Sum("bind_failures", default=0))
+    return sums["binds"], sums["failures"]
+
+
+def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
+           owner: OwnerStatus | None = None) -> Health:
+    """The health now, from what the processes report (a few indexed queries)."""
+    now = now or timezone.now()
+    thresholds = thresholds or Thresholds.from_settings()
+    database = reachability_check("database", "Database", database_error())
+    checks = [reachability_check("redis", "Redis", redis_error()), database]
+    owner = owner or owner_status()
+    checks += [owner_check(owner), feed_check(owner, thresholds),
+               read_model_check(owner, thresholds)]
+    if database.ok:   # the rest reads the database
+        stuck = owner.counters.get("binds_stuck", 0) if owner.live else None
+        oldest_stuck = (owner.counters.get("oldest_stuck") or {}).get("uid")
+        finished, failed = sampled_bind_outcomes(now - timedelta(seconds=thresholds.window))
+        checks += [scheduling_check(scheduling_progress(owner, now, thresholds.window)),
+                   stuck_binds_check(stuck, oldest_stuck, thresholds),
+                   comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
+                                  thresholds),
+                   bind_failures_check(finished, failed, thresholds),
+                   samples_check(HealthSample.objects.filter(at__lte=now).order_by("-at")
+                                 .values_list("at", flat=True).first(), now,
+                                 settings.SCHEDVIEW_SAMPLE_PERIOD)]
+    checks.append(pools_check(read_pools_status(), thresholds))
+    return Health(tuple(checks), now.timestamp(), owner.feed_backlog if owner.live else None,
+                  owner.feed_lag if owner.live else None)
+
+
+def current() -> Health:
+    """The health as the pages show it: judged at most once per SHARED_FOR seconds in a
+    process (its local memory cache), since every open page asks every 5 s."""
+    return cache.get_or_set(CURRENT_KEY, gather, SHARED_FOR)
+
+
+# --- samples ----------------------------------------------------------------------------------
+SAMPLED_KINDS = {"assumes": "pod_assumed", "expiries": "pod_expired",
+                 "forgets": "pod_forgotten"}
+
+
+def transitions_between(start: datetime, end: datetime) -> dict:
+    """The sampled counts of transitions in [start, end): a grouped range query, and the
+    binds and bind failures as the overview's bind panel counts them."""
+    counts = dict(Transition.objects.order_by()
+                  .filter(at__gte=start, at__lt=end, kind__in=SAMPLED_KINDS.values())
+                  .values_list("kind").annotate(n=Count("*")).values_list("kind", "n"))
+    sampled = {figure: counts.get(kind, 0) for figure, kind in SAMPLED_KINDS.items()}
+    sampled["binds"], sampled["bind_failures"] = bind_outcomes(start, end)
+    return sampled
+
+
+def take_sample(now: datetime | None = None, period: float | None = None) -> HealthSample:
+    """Judge the health and record it with the counts of the last `period` seconds (the
+    time since the previous sample, at most a few periods)."""
+    now = now or timezone.now()
+    period = period or settings.SCHEDVIEW_SAMPLE_PERIOD
+    previous = HealthSample.objects.filter(at__lt=now).order_by("-at").values_list(
+        "at", flat=True).first()
+    start = max(previous, now - timedelta(seconds=3 * period)) if previous else (
+        now - timedelta(seconds=period))
+    owner = owner_status()
+    health = gather(now, owner=owner)
+    counters = owner.counters if owner.live else {}
+    if owner.live:   # the cache's own counts
+        assumed = counters.get("assumed") or 0
+        pending, added = owner.pending, (counters.get("pods") or 0) - assumed
+    else:            # what the last owner wrote
+        written = pod_counts()
+        pending, assumed, added = written.pending, written.assumed, written.added
+    return HealthSample.objects.create(
+        at=now, period=(now - start).total_seconds(), level=health.level,
+        problems={check.name: check.level for check in health.problems}, pending=pending,
+        assumed=assumed, added=added, feed_backlog=counters.get("feed_backlog"),
+        feed_lag=counters.get("feed_lag"),
+        read_model_backlog=counters.get("read_model_backlog"),
+        binds_stuck=counters.get("binds_stuck", 0) if owner.live else None,
+        **transitions_between(start, now))
+

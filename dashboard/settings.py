@@ -1,0 +1,358 @@
+"""Settings, every one from the environment.
+
+With nothing set this is the embedded default of `make run`: DEBUG on,
+SQLite and an embedded Redis (started by `manage.py up`) under `var/`.
+Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL.
+"""
+import os
+import re
+import tempfile
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.embedded_secret import embedded_secret_key
+from dashboard.runtime.redis_urls import redis_settings, unix_url
+
+env = environ.Env()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+# Everything the embedded default writes: database, Redis socket, collected static.
+VAR_DIR = Path(env.str("SCHEDVIEW_VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DEBUG", default=True)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = embedded_secret_key(VAR_DIR / "secret-key")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# Cookies travel over HTTPS only outside DEBUG; the embedded default is plain http.
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+# No script of ours reads either cookie (forms carry the CSRF token), so none may.
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = True
+# Off by default: whether to redirect and pin HTTPS depends on what terminates TLS.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# The kubelet probes over plain HTTP, inside the cluster: never redirected to HTTPS.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+# Behind a proxy that terminates TLS: the request header (as Django names it, e.g.
+# HTTP_X_FORWARDED_PROTO) in which the proxy says "https". Empty: no proxy is trusted.
+_proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
+
+INSTALLED_APPS = [
+    "daphne",  # first: its runserver serves the ASGI application
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",  # thousands separators (intcomma) on every page
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "ninja",  # the REST API docs' scripts served from here, not a CDN
+    "axes",   # login throttling
+    "csp",    # the Content-Security-Policy header
+    "dashboard",   # the app: tables, pages, every process's command
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    # Outermost but for security: every answer carries the policy, refusals included.
+    "csp.middleware.CSPMiddleware",
+    # Before anything reads a body: one over SCHEDVIEW_MAX_BODY is a 413.
+    "dashboard.web.middleware.body_limit.BodyLimitMiddleware",
+    "dashboard.web.api.unknown.unknown_in_json",  # /api/ answers JSON, even Django's own 404/405
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A database that is down: a prompt 503 naming the cause, pages and API alike.
+    "dashboard.web.middleware.database_down.DatabaseDownMiddleware",
+    # Every page needs a login; the REST API (its own token/session auth) is marked
+    # login_not_required.
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: turns a locked-out login into its 429 page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# --- Content-Security-Policy (django-csp) ---------------------------------------------------
+# Our own files only: the vendored htmx (django-htmx's static) and static/*.js, no inline
+# script, no eval, nothing from another origin. Style attributes are allowed (style-src-attr):
+# bars and countdowns set their width from data, and an attribute can neither run script nor
+# load anything (img-src and font-src stay 'self'); <style> elements, which could hide or
+# probe what a page shows, are not (htmx's injected indicator style is off: base.html).
+# connect-src 'self' covers the live pages' websockets on the same host.
+CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
+    "default-src": [SELF],
+    "script-src": [SELF],
+    "style-src": [SELF],
+    "style-src-attr": [UNSAFE_INLINE],
+    "img-src": [SELF, "data:"],   # data: for the API docs' (Swagger UI's) icons
+    "connect-src": [SELF],
+    "object-src": [NONE],
+    "base-uri": [NONE],
+    "form-action": [SELF],
+    "frame-ancestors": [NONE],
+}}
+
+# --- login throttling (django-axes) ---------------------------------------------------------
+# Axes' backend first: it refuses a locked-out username and address before any password is
+# checked. A username is locked from one address after SCHEDVIEW_LOGIN_FAILURES wrong
+# passwords, for SCHEDVIEW_LOGIN_LOCKOUT seconds (by the pair, so a guesser elsewhere cannot
+# lock the operator out). Every failure is logged (logger axes.handlers.database, WARNING).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
+                           "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = env.int("SCHEDVIEW_LOGIN_FAILURES", default=5)
+AXES_COOLOFF_TIME = timedelta(seconds=env.float("SCHEDVIEW_LOGIN_LOCKOUT", default=900.0))
+if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
+    raise ImproperlyConfigured("SCHEDVIEW_LOGIN_FAILURES must be 1 or more and "
+                               "SCHEDVIEW_LOGIN_LOCKOUT positive")
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
+# The log names the username tried and the address (axes masks both by default): who is
+# guessing is what an operator reading it needs. Passwords are never logged.
+AXES_SENSITIVE_PARAMETERS = []
+
+# Bytes a request body may have (every route; Django's form limit is the same number).
+SCHEDVIEW_MAX_BODY = env.int("SCHEDVIEW_MAX_BODY", default=2_621_440)
+if SCHEDVIEW_MAX_BODY < 1:
+    raise ImproperlyConfigured("SCHEDVIEW_MAX_BODY must be a positive number of bytes")
+DATA_UPLOAD_MAX_MEMORY_SIZE = SCHEDVIEW_MAX_BODY
+
+ROOT_URLCONF = "dashboard.urls"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
+ASGI_APPLICATION = "dashboard.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "dashboard.web.health.views.health_context",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'schedview.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Several processes write (the owner's batches, the web's audit): wait for the lock,
+    # and let readers and the writer work at once. Tests put their database in a file,
+    # so the processes they start share it.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"})
+    DATABASES["default"]["TEST"] = {
+        "NAME": str(Path(tempfile.gettempdir()) / f"schedview-test-{os.getpid()}.sqlite3")}
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A database that does not answer fails a connection within this many seconds
+    # (libpq's connect_timeout, at least 2), so a page says so at once (database_down.py).
+    DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+        "connect_timeout", env.int("SCHEDVIEW_DB_CONNECT_TIMEOUT", default=2))
+    # SCHEDVIEW_DB_POOL=N keeps up to N connections open in a pool (psycopg's): the web
+    # turns it on (asgi.py), whose many short calls each opened one otherwise, and
+    # PostgreSQL forks a backend per connection (5-25 ms on a busy 2-core machine). Off
+    # elsewhere: a test run, which ends an event loop and its threads every test, left
+    # pooled connections checked out until an 8-connection pool ran dry.
+    _pool = env.int("SCHEDVIEW_DB_POOL", default=0)
+    if _pool < 0:
+        raise ImproperlyConfigured("SCHEDVIEW_DB_POOL must be 0 (no pool) or positive")
+    if _pool:
+        # A request waits at most SCHEDVIEW_DB_POOL_TIMEOUT seconds for a pooled connection:
+        # while the database is down none comes, and the page must say so promptly.
+        DATABASES["default"]["OPTIONS"]["pool"] = {
+            "min_size": 1, "max_size": _pool,
+            "timeout": env.float("SCHEDVIEW_DB_POOL_TIMEOUT", default=2.0)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# REDIS_URL names the Redis of Channels and Celery; redis_settings() derives
+# REDIS_URL, CHANNEL_LAYERS, CELERY_BROKER_URL and CELERY_RESULT_BACKEND from it.
+# Without it, `manage.py up` starts an embedded Redis on EMBEDDED_REDIS_SOCKET.
+_redis_url = env.str("REDIS_URL", default="")
+EMBEDDED_REDIS_SOCKET = None if _redis_url else VAR_DIR / "redis.sock"
+globals().update(redis_settings(_redis_url or unix_url(EMBEDDED_REDIS_SOCKET)))
+
+# Seconds an assumed pod lives after its binding finished (0: never expires).
+SCHEDVIEW_CACHE_TTL = env.float("SCHEDVIEW_CACHE_TTL", default=30.0)
+if SCHEDVIEW_CACHE_TTL < 0:
+    raise ImproperlyConfigured("SCHEDVIEW_CACHE_TTL must be 0 (never expire) or positive")
+
+# --- the live feed ------------------------------------------------------------------------
+# The cluster: a kubeconfig (the embedded default writes the simulated cluster's here),
+# or the pod's own service account when running inside the cluster.
+SCHEDVIEW_KUBECONFIG = Path(env.str("SCHEDVIEW_KUBECONFIG", default=str(VAR_DIR / "simcluster.kubeconfig")))
+SCHEDVIEW_IN_CLUSTER = env.bool("SCHEDVIEW_IN_CLUSTER", default=False)
+# Seconds between runs of the expiry reaper, and of the cache/cluster comparer.
+SCHEDVIEW_REAP_PERIOD = env.float("SCHEDVIEW_REAP_PERIOD", default=1.0)
+SCHEDVIEW_COMPARE_PERIOD = env.float("SCHEDVIEW_COMPARE_PERIOD", default=60.0)
+# The scheduling algorithm the extender asks (a SchedulerAlgorithm class, by dotted path).
+SCHEDVIEW_ALGORITHM = env.str("SCHEDVIEW_ALGORITHM", default="scheduling.algorithm.DefaultAlgorithm")
+# Seconds kube-scheduler's extender calls wait for the owner's answer.
+SCHEDVIEW_EXTENDER_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_TIMEOUT", default=5.0)
+# host:port (IPv4 or a name) where the leading cache owner serves kube-scheduler's extender
+# verbs (POST /extender/filter, bind, preempt); empty: no extender. Loopback by default:
+# anyone who reaches it can bind and preempt, so open it wider only with a client CA.
+SCHEDVIEW_EXTENDER_ADDRESS = env.str("SCHEDVIEW_EXTENDER_ADDRESS", default="127.0.0.1:8101")
+if SCHEDVIEW_EXTENDER_ADDRESS and not re.fullmatch(r"[^\s:]+:\d{1,5}",
+                                                    SCHEDVIEW_EXTENDER_ADDRESS):
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_ADDRESS must be host:port (or empty), "
+                               f"not {SCHEDVIEW_EXTENDER_ADDRESS!r}")
+# PEM files: with a certificate and its key the listener serves HTTPS; with a client CA it
+# requires a client certificate signed by it (kube-scheduler's extender tlsConfig).
+SCHEDVIEW_EXTENDER_CERT = env.str("SCHEDVIEW_EXTENDER_CERT", default="")
+SCHEDVIEW_EXTENDER_KEY = env.str("SCHEDVIEW_EXTENDER_KEY", default="")
+SCHEDVIEW_EXTENDER_CLIENT_CA = env.str("SCHEDVIEW_EXTENDER_CLIENT_CA", default="")
+if bool(SCHEDVIEW_EXTENDER_CERT) != bool(SCHEDVIEW_EXTENDER_KEY):
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_CERT and SCHEDVIEW_EXTENDER_KEY go together")
+if SCHEDVIEW_EXTENDER_CLIENT_CA and not SCHEDVIEW_EXTENDER_CERT:
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_CLIENT_CA needs SCHEDVIEW_EXTENDER_CERT and "
+                               "SCHEDVIEW_EXTENDER_KEY: a client certificate is asked for over "
+                               "HTTPS only")
+# Seconds the bind verb's Binding POST may take. kube-scheduler's httpTimeout must exceed it
+# plus twice SCHEDVIEW_EXTENDER_TIMEOUT's worst case (the README says how to set it).
+SCHEDVIEW_EXTENDER_BIND_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_BIND_TIMEOUT", default=3.0)
+# An assumed pod whose binding has not finished this many seconds after it was assumed is
+# stuck (counted on the overview), and at SCHEDVIEW_BIND_DEADLINE it is forgotten.
+SCHEDVIEW_BIND_STUCK_AFTER = env.float("SCHEDVIEW_BIND_STUCK_AFTER", default=10.0)
+SCHEDVIEW_BIND_DEADLINE = env.float("SCHEDVIEW_BIND_DEADLINE", default=60.0)
+if not 0 < SCHEDVIEW_BIND_STUCK_AFTER <= SCHEDVIEW_BIND_DEADLINE:
+    raise ImproperlyConfigured("need 0 < SCHEDVIEW_BIND_STUCK_AFTER <= SCHEDVIEW_BIND_DEADLINE, "
+                               f"not {SCHEDVIEW_BIND_STUCK_AFTER} and {SCHEDVIEW_BIND_DEADLINE}")
+# How many times a bind is tried before the pod is forgotten (HiveD's PodBindAttempts).
+SCHEDVIEW_BIND_ATTEMPTS = env.int("SCHEDVIEW_BIND_ATTEMPTS", default=3)
+
+# --- health, probes, metrics (dashboard/readmodel/health.py, dashboard/runtime/probes.py) ---------------------
+def _pair(name, default):
+    """A "warn,fail" pair of thresholds: warn from the first, fail from the second."""
+    values = env.list(name, cast=float, default=default)
+    if len(values) != 2 or not 0 <= values[0] <= values[1]:
+        raise ImproperlyConfigured(f"{name} must be two numbers warn,fail with "
+                                   f"0 <= warn <= fail, not {values!r}")
+    return tuple(values)
+
+
+# Feed items the owner has yet to apply; changes the pages do not show yet (rows).
+SCHEDVIEW_HEALTH_FEED_BACKLOG = _pair("SCHEDVIEW_HEALTH_FEED_BACKLOG", [1000, 20000])
+# Seconds the cache is behind the watch events received: kube-scheduler's extender
+# calls are answered from a view that old (the owner flushes every 100 ms).
+SCHEDVIEW_HEALTH_FEED_LAG = _pair("SCHEDVIEW_HEALTH_FEED_LAG", [5, 30])
+SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG = _pair("SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG", [5000, 50000])
+# Assumed pods whose bind has not finished in time (the owner's `binds_stuck`).
+SCHEDVIEW_HEALTH_STUCK_BINDS = _pair("SCHEDVIEW_HEALTH_STUCK_BINDS", [1, 10])
+# Percent of the binds ended in the last SCHEDVIEW_HEALTH_WINDOW that were forgotten.
+SCHEDVIEW_HEALTH_BIND_FAILURES = _pair("SCHEDVIEW_HEALTH_BIND_FAILURES", [10, 30])
+# Percent of a warm pool's queue capacity taken by waiting claims.
+SCHEDVIEW_HEALTH_POOL_QUEUE = _pair("SCHEDVIEW_HEALTH_POOL_QUEUE", [50, 90])
+# Seconds: the window over which scheduling progress (pods assumed or bound) is looked for
+# while pending grows, and bind outcomes are counted.
+SCHEDVIEW_HEALTH_WINDOW = env.float("SCHEDVIEW_HEALTH_WINDOW", default=60.0)
+# Seconds after which the latest comparison is stale (default: three comparer periods).
+SCHEDVIEW_HEALTH_COMPARER_STALE = env.float("SCHEDVIEW_HEALTH_COMPARER_STALE",
+                                            default=3 * SCHEDVIEW_COMPARE_PERIOD)
+if SCHEDVIEW_HEALTH_WINDOW <= 0 or SCHEDVIEW_HEALTH_COMPARER_STALE <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_HEALTH_WINDOW and SCHEDVIEW_HEALTH_COMPARER_STALE "
+                               "must be positive")
+# host:port where `manage.py watch`, `manage.py pools` and the Celery worker serve /healthz,
+# /readyz and /metrics for kubelet probes and Prometheus; empty: off.
+SCHEDVIEW_PROBE_ADDRESS = env.str("SCHEDVIEW_PROBE_ADDRESS", default="")
+if SCHEDVIEW_PROBE_ADDRESS and not re.fullmatch(r"[^\s:]+:\d{1,5}", SCHEDVIEW_PROBE_ADDRESS):
+    raise ImproperlyConfigured("SCHEDVIEW_PROBE_ADDRESS must be host:port (or empty), "
+                               f"not {SCHEDVIEW_PROBE_ADDRESS!r}")
+# Seconds between health samples (the overview's charts), and how long samples are kept.
+SCHEDVIEW_SAMPLE_PERIOD = env.float("SCHEDVIEW_SAMPLE_PERIOD", default=10.0)
+SCHEDVIEW_SAMPLE_KEEP = env.float("SCHEDVIEW_SAMPLE_KEEP", default=48 * 3600.0)
+if SCHEDVIEW_SAMPLE_PERIOD <= 0 or SCHEDVIEW_SAMPLE_KEEP <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_SAMPLE_PERIOD and SCHEDVIEW_SAMPLE_KEEP must be "
+                               "positive")
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "static"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+# --- Celery beat and tasks (dashboard/worker/tasks.py) -------------------------------------------
+# Seconds a Binding POST (and the read-back after a 409) may take, and the first retry's
+# delay (doubling, at most 2 s) until SCHEDVIEW_BIND_ATTEMPTS attempts in all.
+SCHEDVIEW_BIND_TIMEOUT = env.float("SCHEDVIEW_BIND_TIMEOUT", default=5.0)
+SCHEDVIEW_BIND_BACKOFF = env.float("SCHEDVIEW_BIND_BACKOFF", default=0.1)
+# The history keeps the latest SCHEDVIEW_HISTORY_KEEP transitions (0: all of them), pruned
+# every SCHEDVIEW_PRUNE_PERIOD seconds (dashboard/worker/history_retention.py).
+SCHEDVIEW_HISTORY_KEEP = env.int("SCHEDVIEW_HISTORY_KEEP", default=1_000_000)
+SCHEDVIEW_PRUNE_PERIOD = env.float("SCHEDVIEW_PRUNE_PERIOD", default=60.0)
+if SCHEDVIEW_HISTORY_KEEP < 0 or SCHEDVIEW_PRUNE_PERIOD <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_HISTORY_KEEP must be >= 0 (0: keep all) and "
+                               "SCHEDVIEW_PRUNE_PERIOD > 0, not "
+                               f"{SCHEDVIEW_HISTORY_KEEP} and {SCHEDVIEW_PRUNE_PERIOD}")
+# A static schedule (no django-celery-beat tables). Each run expires before the next
+# is due, so runs queued while workers were busy or down are dropped, never fired at once.
+CELERY_BEAT_SCHEDULE = {
+    "reap": {"task": "worker.tasks.reap", "schedule": SCHEDVIEW_REAP_PERIOD,
+             "options": {"expires": SCHEDVIEW_REAP_PERIOD * 0.9}},
+    "compare": {"task": "worker.tasks.compare", "schedule": SCHEDVIEW_COMPARE_PERIOD,
+                "options": {"expires": SCHEDVIEW_COMPARE_PERIOD * 0.9}},
+    "prune-history": {"task": "worker.tasks.prune_history", "schedule": SCHEDVIEW_PRUNE_PERIOD,
+                      "options": {"expires": SCHEDVIEW_PRUNE_PERIOD * 0.9}},
+    "sample-health": {"task": "worker.tasks.sample_health",
+                      "schedule": SCHEDVIEW_SAMPLE_PERIOD,
+                      "options": {"expires": SCHEDVIEW_SAMPLE_PERIOD * 0.9}},
+}
+# The embedded default schedules the simulated cluster's pending pods itself (a stand-in for
+# kube-scheduler driving the extender), so every state of the machine shows. Off unless set;
+# `manage.py up` sets it for its simulated cluster.
+SCHEDVIEW_SCHEDULE_PERIOD = env.float("SCHEDVIEW_SCHEDULE_PERIOD", default=0.0)
+if SCHEDVIEW_SCHEDULE_PERIOD > 0:
+    CELERY_BEAT_SCHEDULE["schedule-pending"] = {
+        "task": "worker.tasks.schedule_pending", "schedule": SCHEDVIEW_SCHEDULE_PERIOD,
+        "options": {"expires": SCHEDVIEW_SCHEDULE_PERIOD * 0.9}}
+# The stand-in keeps kube-scheduler's per-pod backoff in its process: one worker process
+# of its own (`celery worker -Q standin -P solo`, which `manage.py up` starts) runs it all.
+STANDIN_QUEUE = "standin"
+CELERY_TASK_ROUTES = {"worker.tasks.schedule_pending": {"queue": STANDIN_QUEUE}}
+CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# A task is acknowledged once it ran, and a worker that dies (SIGKILL, OOM, node loss)
+# leaves its messages unacknowledged in Redis: kombu hands them out again
+# SCHEDVIEW_BIND_REDELIVERY seconds after they were delivered (its visibility timeout,
+# an hour by default), looking every 2 s. A message must never outlive it while its task
+# still runs (it would run twice): each worker process holds one message at a time
+# (prefetch 1), and a bind task stops itself within the timeout (tasks.BIND_TIME_LIMIT).
+SCHEDVIEW_BIND_REDELIVERY = env.float("SCHEDVIEW_BIND_REDELIVERY", default=30.0)
+if SCHEDVIEW_BIND_REDELIVERY < 5:
+    raise ImproperlyConfigured("SCHEDVIEW_BIND_REDELIVERY must be at least 5 seconds, not "
+                               f"{SCHEDVIEW_BIND_REDELIVERY}")
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Without the broker a running task could not be acknowledged, so it comes back anyway.
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": SCHEDVIEW_BIND_REDELIVERY,
+                                   "unacked_restore_interval": 2,
+                                   "unacked_restore_throttle": 1}

@@ -1,0 +1,200 @@
+"""What kube-scheduler's informers and cache hold, for its stand-in (standin.py).
+
+kube-scheduler runs its own filter plugins on its own cache before it calls an extender,
+and preempts from it. The stand-in does the same on a `schedcache.Cache` and the
+`scheduling` library's DefaultAlgorithm (its records: free resources, taints, labels,
+in the zone-interleaved NodeTree order), fed as kube-scheduler's informers are: two
+reflectors (`dashboard/kube/reflector.py`: list, then watch) in threads of the worker process, their
+events applied by `sync()` at the start of each period, in the period's own thread.
+Why not list each period: at the demo's size (100 nodes, 2,000 pods) a list of every pod
+costs the worker 0.3-0.4 s of CPU each second; applying a second's watch events costs
+a few milliseconds.
+
+A watch event that never arrives (the demo's weather loses 2% on purpose) would hide a
+pod for good, so the view relists every RELIST_PERIOD seconds, as the owner's comparer
+heals the owner's cache; a relist of the demo's cluster costs about 0.7 s of CPU.
+
+Assigned live pods are in the cache (added; the stand-in's own binds assumed until the
+watch confirms them), pods without a node in `pending`. `changes` counts the cluster
+events that may let an unschedulable pod fit (kube-scheduler requeues on them): an
+assigned pod deleted or finished, a node added or changed.
+"""
+import logging
+import threading
+import time
+from collections import deque
+
+from schedcache import Cache, CacheError
+from schedcache.events import ADDED, ASSUMED
+from scheduling import DefaultAlgorithm
+
+from dashboard.kube.reflector import Reflector, Relisted
+
+log = logging.getLogger(__name__)
+
+FINISHED = ("Succeeded", "Failed")
+RELIST_PERIOD = 120.0
+
+
+def _uid(pod) -> str:
+    return pod["metadata"]["uid"]
+
+
+def _node_of(pod) -> str:
+    return (pod.get("spec") or {}).get("nodeName") or ""
+
+
+def _finished(pod) -> bool:
+    return (pod.get("status") or {}).get("phase") in FINISHED
+
+
+class ClusterView:
+    """The cluster as the stand-in's scheduler sees it; see the module doc. Only the thread
+    calling sync() touches the cache, pods and nodes."""
+
+    def __init__(self, api, clock=time.monotonic, **reflector_options):
+        self.cache = Cache(ttl=0)     # assumed pods wait for the watch, as kube-scheduler's
+        self.algorithm = DefaultAlgorithm(self.cache)
+        self.pods = {}                # uid -> every pod as last seen
+        self.pending = {}             # uid -> pods without a node, not finished
+        self.nodes = {}               # name -> node
+        self.changes = 0
+        self._inbox = deque()         # reflector items, appended from their threads
+        self._listed = {kind: threading.Event() for kind in ("nodes", "pods")}
+        self._synced = set()
+        self._reflectors = {kind: Reflector(api, kind, self._receive, **reflector_options)
+                            for kind in ("nodes", "pods")}
+        self._clock = clock
+        self._relisted_at = clock()
+
+    def start(self) -> "ClusterView":
+        for reflector in self._reflectors.values():
+            reflector.start(name=f"standin-{reflector.kind}")
+        return self
+
+    def stop(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.stop()
+
+    def _receive(self, item) -> None:
+        self._inbox.append(item)
+        if isinstance(item, Relisted):
+            self._listed[item.kind].set()
+
+    def sync(self, timeout: float = 0.0) -> bool:
+        """Apply what the reflectors delivered; True once nodes and pods were both listed
+        (waiting up to `timeout` seconds for the first lists)."""
+        for listed in self._listed.values():
+            listed.wait(timeout)
+        inbox = self._inbox
+        while inbox:
+            item = inbox.popleft()
+            try:
+                if isinstance(item, Relisted):
+                    self._relisted(item)
+                elif item.kind == "nodes":
+                    self._node_event(item.type, item.obj)
+                else:
+                    self._pod_event(item.type, item.obj)
+            except CacheError as exc:
+                # The cache refused an event its state machine cannot take (a pod moved
+                # between nodes, say): skip it rather than stop scheduling, and relist.
+                log.warning("the stand-in's view skipped a %s event (relisting): %s",
+                            item.kind, exc)
+                self._reflectors[item.kind].request_relist()
+        if len(self._synced) < 2:
+            return False
+        if self._clock() - self._relisted_at >= RELIST_PERIOD:
+            self._relisted_at = self._clock()
+            for reflector in self._reflectors.values():
+                reflector.request_relist()
+        self.algorithm.refresh()
+        return True
+
+    # --- nodes -------------------------------------------------------------------------
+    def _node_event(self, kind, node) -> None:
+        name = node["metadata"]["name"]
+        old = self.nodes.get(name)
+        if kind == "DELETED":
+            if old is not None:
+                del self.nodes[name]
+                self.cache.remove_node(old)
+            return
+        self.nodes[name] = node
+        if old is None:
+            self.cache.add_node(node)
+        else:
+            self.cache.update_node(old, node)
+        self.changes += 1
+
+    # --- pods --------------------------------------------------------------------------
+    def _pod_event(self, kind, pod) -> None:
+        if kind == "DELETED":
+            self._remove_pod(pod)
+        else:
+            self._put_pod(pod)
+
+    def _put_pod(self, pod) -> None:
+        uid = _uid(pod)
+        self.pods[uid] = pod
+        if not _node_of(pod):
+            if _finished(pod):
+                self.pending.pop(uid, None)
+            else:
+                self.pending[uid] = pod
+            return
+        self.pending.pop(uid, None)
+        state = self.cache.pod_state(pod)
+        if _finished(pod):
+            if state is not None:
+                self.cache.remove_pod(pod)
+                self.changes += 1
+        elif state == ADDED:
+            self.cache.update_pod(pod, pod)
+        else:                          # new, or the watch confirming our own bind
+            self.cache.add_pod(pod)
+
+    def _remove_pod(self, pod) -> None:
+        uid = _uid(pod)
+        self.pods.pop(uid, None)
+        self.pending.pop(uid, None)
+        state = self.cache.pod_state(pod)
+        if state is not None:
+            self.cache.remove_pod(pod)
+            if state != ASSUMED or _node_of(pod):
+                self.changes += 1
+
+    def _relisted(self, relisted) -> None:
+        """A fresh list replaces what this kind held (the first sync, or after a 410)."""
+        if relisted.kind == "nodes":
+            listed = {n["metadata"]["name"]: n for n in relisted.items}
+            for name in [n for n in self.nodes if n not in listed]:
+                self._node_event("DELETED", self.nodes[name])
+            for node in listed.values():
+                self._node_event("MODIFIED", node)
+        else:
+            listed = {_uid(p): p for p in relisted.items}
+            for uid in [u for u in self.pods if u not in listed]:
+                self._remove_pod(self.pods[uid])
+            for pod in listed.values():
+                self._put_pod(pod)
+        self._synced.add(relisted.kind)
+
+    # --- the stand-in's own binds -------------------------------------------------------
+    def assume(self, pod, node) -> dict:
+        """Count `pod` on `node` from now on (kube-scheduler assumes before it binds);
+        returns the assumed pod, for forget()."""
+        assumed = {**pod, "spec": {**pod["spec"], "nodeName": node}}
+        self.cache.assume_pod(assumed)
+        self.algorithm.refresh()
+        return assumed
+
+    def forget(self, assumed) -> None:
+        """The bind failed: the pod no longer counts on its node (unless the watch already
+        showed it bound there)."""
+        if self.cache.pod_state(assumed) == ASSUMED:
+            self.cache.forget_pod(assumed)
+            self.algorithm.refresh()
+
+    def is_assumed(self, pod) -> bool:
+        return self.cache.pod_state(pod) == ASSUMED

@@ -1,0 +1,57 @@
+from urllib.parse import quote, unquote
+
+from django.contrib.auth import views as auth_views
+from django.urls import path, register_converter
+
+from dashboard.web import pages as views
+from dashboard.web.api import urls as api_urls
+from dashboard.web.health import views as health_views
+from dashboard.web.login_form import LoginForm
+from dashboard.web.pods import views as pod_views
+from dashboard.web.pools import views as pool_views
+from dashboard.web.statuses import pages as extender_pages
+
+
+class AnySegment:
+    """One path segment holding any text, "/" and "%" included: percent-encoded in the URL
+    (plain names read as themselves), so a link to a pod's status never fails to be made
+    whatever the namespace and name it was tracked under."""
+    regex = "[^/]+"
+
+    def to_python(self, value: str) -> str:
+        return unquote(value)
+
+    def to_url(self, value: str) -> str:
+        return quote(value, safe="")
+
+
+register_converter(AnySegment, "segment")
+
+handler400 = "dashboard.web.middleware.body_limit.bad_request"
+
+urlpatterns = [
+    path("accounts/login/", auth_views.LoginView.as_view(redirect_authenticated_user=True,
+                                                         authentication_form=LoginForm),
+         name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/v1/", api_urls()),
+    path("healthz", health_views.healthz, name="healthz"),
+    path("readyz", health_views.readyz, name="readyz"),
+    path("metrics", health_views.metrics, name="metrics"),
+    path("health/banner/", health_views.banner, name="health-banner"),
+    path("health/series/", health_views.series, name="health-series"),
+    path("", views.overview, name="overview"),
+    path("nodes/", views.nodes, name="nodes"),
+    path("nodes/<str:name>/", views.node_detail, name="node-detail"),
+    path("heatmap/", views.heatmap_page, name="heatmap"),
+    path("zones/", views.zones, name="zones"),
+    path("snapshot/", views.snapshot, name="snapshot"),
+    path("events/", views.events, name="events"),
+    path("pods/", pod_views.pods, name="pods"),
+    path("pods/<str:uid>/", pod_views.pod_detail, name="pod-detail"),
+    path("pods/<str:uid>/<str:action>/", pod_views.pod_action, name="pod-action"),
+    path("pools/", pool_views.pools_page, name="pools"),
+    path("statuses/", extender_pages.statuses, name="statuses"),
+    path("statuses/<segment:namespace>/<segment:name>/", extender_pages.status_detail,
+         name="status-detail"),
+]

@@ -1,0 +1,1 @@
+"""The web process (daphne serving dashboard.asgi): pages, live consumers, the REST API."""

@@ -1,0 +1,48 @@
+"""The scheduler's health for tools: every check of `dashboard.readmodel.health`, judged now."""
+from typing import Literal
+
+from ninja import Router, Schema
+from pydantic import Field
+
+from dashboard.readmodel import health
+from dashboard.web.api.schemas import READ_ERRORS, example, refuse_repeated
+
+router = Router(tags=["health"])
+Level = Literal["ok", "warn", "fail"]
+
+
+class CheckOut(Schema):
+    name: str = Field(description=f"one of {', '.join(health.CHECKS)}")
+    title: str
+    level: Level
+    message: str = Field(description="one line: what is wrong, or that it is fine")
+    link: str = Field(description="the page (or pod) where the cause shows; empty if none")
+
+
+class FeedOut(Schema):
+    backlog: int | None = Field(description="watch items queued for the cache owner, not "
+                                            "applied yet; null without a live owner")
+    lag_seconds: float | None = Field(
+        description="seconds the cache is behind the watch events received: the age of the "
+                    "oldest not yet applied, or the longest one applied since the owner's "
+                    "last flush waited; null without a live owner")
+
+
+class HealthOut(Schema):
+    level: Level = Field(description="the worst of the checks")
+    at: float = Field(description="when it was judged, epoch seconds")
+    feed: FeedOut = Field(description="the watch feed's figures, as the owner reports them")
+    checks: list[CheckOut]
+    model_config = example({"level": "fail", "at": 1764000000.0,
+                            "feed": {"backlog": 12, "lag_seconds": 0.3}, "checks": [
+        {"name": "scheduling", "title": "Scheduling", "level": "fail",
+         "message": "Stalled: pending grew 4 -> 520 in 2 min and no pod was assumed or bound",
+         "link": "/pods/5a1c2d3e-0000-4000-8000-000000000001/"}]})
+
+
+@router.get("", response={200: HealthOut, **READ_ERRORS},
+            summary="Is the scheduler healthy: each check ok, warn or fail, and why",
+            operation_id="get_health")
+def get_health(request):
+    refuse_repeated(request)
+    return health.gather().as_dict()

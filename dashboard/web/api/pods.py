@@ -1,0 +1,159 @@
+"""Pods over REST: the filtered list, one pod with its history, and the actions on them.
+
+The list runs the pods page's own query (`dashboard.web.pods.query`), so a tool and a
+person see the same pods for the same filters. Actions go through
+`dashboard.web.pods.actions`, the one door for state changes, which asks the cache owner
+and writes the audit row; the owner's refusals keep their status (404, 409, 503).
+"""
+import time
+from typing import Literal
+
+from ninja import Query, Router, Schema
+from ninja.params import Path
+from pydantic import Field
+
+from dashboard.models import PodRecord, Transition
+from dashboard.web.api.auth import require_act
+from dashboard.web.api.errors import ApiError
+from dashboard.web.api.schemas import (
+    ACTION_ERRORS,
+    READ_ERRORS,
+    STATES,
+    ActionOut,
+    AssumeIn,
+    AssumeOut,
+    ErrorOut,
+    Filter,
+    Name,
+    PodDetailOut,
+    PodPageOut,
+    refuse_repeated,
+)
+from dashboard.web.pods import actions, query as pod_query
+from dashboard.web.pods.history import TIMELINE_LIMIT
+from dashboard.wire.commands import CommandError
+
+router = Router(tags=["pods"])
+
+OWNER_STATUSES = {400, 404, 409, 503}   # the owner's refusals a tool sees as they are
+
+
+class PodQuery(Schema):
+    state: Literal[("", *STATES)] | None = Field(None, description="empty: every state")
+    namespace: Filter | None = None
+    node: Filter | None = None
+    zone: Filter | None = None
+    q: Filter | None = Field(None, description="a substring of the pod's name, any case")
+    sort: Literal[tuple(pod_query.SORT_CHOICES)] = Field(
+        "name", description="a key, or -key for descending")
+    page: int = Field(1, ge=1, le=pod_query.MAX_PAGE, description=(
+        "a page number (an offset: slow deep into a large list; a number past the last "
+        "page is a 400 naming the last); prefer `cursor`"))
+    per_page: int = Field(pod_query.PER_PAGE, ge=1, le=pod_query.MAX_PER_PAGE)
+    cursor: str | None = Field(None, max_length=pod_query.MAX_CURSOR, description=(
+        "a page by cursor (keyset paging: any page, the last included, costs what the "
+        "first does): `next_cursor`, `prev_cursor` or `last_cursor` of an answer with the "
+        "same filters and sort; not with `page`"))
+
+
+@router.get("", response={200: PodPageOut, **READ_ERRORS}, summary="List pods",
+            operation_id="list_pods")
+def list_pods(request, filters: Query[PodQuery]):
+    """The read model's pods, filtered (all filters are exact but `q`), sorted and paged."""
+    refuse_repeated(request)
+    try:
+        parsed = pod_query.PodFilters.parse(filters.dict(exclude_none=True))
+    except pod_query.BadFilter as exc:
+        raise ApiError(400, str(exc)) from None
+    try:
+        result = pod_query.query_pods(parsed, now=time.time())
+    except pod_query.BadFilter as exc:   # a page number past the last
+        raise ApiError(400, str(exc)) from None
+    cursors = result.cursors
+    return {"items": result.rows, "count": result.total, "count_capped": False,
+            "page": result.number, "pages": result.pages, "per_page": parsed.per_page,
+            "first": result.shown[0],
+            # page numbers are followed only by page numbers, cursors by cursors
+            "next_page": (result.number + 1
+                          if result.has_next and not parsed.cursor else None),
+            "next_cursor": cursors["next"], "prev_cursor": cursors["previous"],
+            "last_cursor": cursors["last"]}
+
+
+@router.post("/assume", response={200: AssumeOut, **ACTION_ERRORS},
+             summary="Assume a pending pod on a node and queue its bind",
+             operation_id="assume_pod")
+def assume(request, body: AssumeIn):
+    """Assume the pending pod `namespace/name` on `node` in the owner's cache, then queue
+    its bind; the answer has the node's aggregates before and after. A pod the scheduling
+    algorithm's filters refuse on that node is a 409 with the reason, unless `force`."""
+    require_act(request)
+    return _acting(actions.schedule_pod, body.namespace, body.name, body.node,
+                   actor=request.user.get_username(), force=body.force)
+
+
+@router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, 404: ErrorOut},
+            summary="One pod with its history", operation_id="get_pod")
+def pod_detail(request, uid: Path[Name]):
+    """The pod's read-model record, and its transitions (the newest 500, oldest
+    first); a pod that left the read model keeps its history under /events?key=<uid>."""
+    record = _record(uid)
+    transitions = Transition.objects.filter(key=uid)
+    newest = list(transitions.order_by("-seq")[:TIMELINE_LIMIT])
+    row = pod_query.pod_row(record, time.time())
+    return {**vars(row), "phase": record.phase, "resource_version": record.resource_version,
+            "labels": record.labels, "seq": record.seq, "history": newest[::-1],
+            "history_count": len(newest) if len(newest) < TIMELINE_LIMIT else transitions.count()}
+
+
+@router.get("/assume", response={200: PodDetailOut, 404: ErrorOut}, include_in_schema=False)
+def pod_named_assume(request):
+    """A GET of /pods/assume reads the pod with that uid (the schema's get_pod), not a 405
+    from the POST route that shares its path."""
+    return pod_detail(request, "assume")
+
+
+@router.post("/{uid}/forget", response={200: ActionOut, **ACTION_ERRORS},
+             summary="Forget an assumed pod", operation_id="forget_pod")
+def forget(request, uid: Path[Name]):
+    """Drop an assumed pod from the cache, as a failed bind would; 409 unless it is Assumed."""
+    require_act(request)
+    record = _record(uid)
+    actor = request.user.get_username()
+    result = _acting(actions.forget_pod, uid, actor, f"forgotten by {actor} over the API")
+    if not result.get("changed"):
+        # The owner lets a pod it does not cache be forgotten quietly; a tool asked to
+        # change it, so say why nothing changed.
+        raise ApiError(409, f"pod {uid} is not in the cache (last seen {record.state}); "
+                            f"only an Assumed pod can be forgotten")
+    return result
+
+
+@router.post("/{uid}/expire", response={200: ActionOut, **ACTION_ERRORS},
+             summary="Expire an assumed pod now", operation_id="expire_pod")
+def expire(request, uid: Path[Name]):
+    """Expire an assumed pod now, as the reaper would once its TTL passed; 409 unless Assumed."""
+    require_act(request)
+    _record(uid)
+    return _acting(actions.expire_pod, uid, request.user.get_username())
+
+
+def _record(uid: str) -> PodRecord:
+    record = PodRecord.objects.filter(uid=uid).first()
+    if record is None:
+        raise ApiError(404, f"no pod {uid} in the read model (its history, if any: "
+                            f"/api/v1/events?key={uid})")
+    return record
+
+
+def _acting(action, *args, **kwargs) -> dict:
+    """Run an action, turning the owner's refusal into the API's error with its status."""
+    try:
+        return action(*args, **kwargs)
+    except CommandError as exc:
+        if exc.status == 503:
+            raise ApiError(503, f"the cache owner is not answering ({exc.message}); "
+                                f"is `manage.py watch` running?") from None
+        if exc.status in OWNER_STATUSES:
+            raise ApiError(exc.status, exc.message) from None
+        raise ApiError(502, f"the cache owner failed: {exc.message}") from None

@@ -1,0 +1,172 @@
+"""The events page: the cache's transitions, newest first, filtered, followed live.
+
+Why a module: the page and its live consumer must agree on what a filter lets
+through (the history in SQL, the owner's pushes in Python) and on where the page
+stands in the stream. A page knows the highest sequence number the history held
+when it was drawn (its cursor); the consumer sends the events after the cursor,
+from the history first (what the page missed while connecting or disconnected),
+then from the owner's pushes.
+"""
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone as tz
+from urllib.parse import urlencode
+
+from django.db.models import Max, Q
+
+from schedcache import events as cache_events
+
+from dashboard.models import Transition
+from dashboard.web.nodes.reads import NODE_NAME
+from dashboard.web.pods.history import shown_state
+from dashboard.wire.live import OWNER_LEADING
+
+EVENTS_SHOWN = 100      # the page's first paint
+ROWS_KEPT = 300         # rows a live page keeps; older ones are dropped as new ones come
+CATCH_UP_LIMIT = 500    # events a reconnecting page is sent; past that it is told to reload
+KINDS = [cache_events.POD_ASSUMED, cache_events.POD_BINDING_FINISHED,
+         cache_events.POD_CONFIRMED, cache_events.POD_ADDED, cache_events.POD_UPDATED,
+         cache_events.POD_FORGOTTEN, cache_events.POD_EXPIRED, cache_events.POD_REMOVED,
+         cache_events.NODE_ADDED, cache_events.NODE_UPDATED, cache_events.NODE_REMOVED,
+         OWNER_LEADING]
+NODE_KINDS = [kind for kind in KINDS if kind.startswith("node_")]
+# What made a transition (Transition.cause): the owner stamps one on every event.
+CAUSES = ["watch", "relist", "bind", "reaper", "operator", "owner", "extender"]
+NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")   # a DNS label
+
+
+class BadEventFilter(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class EventFilter:
+    kind: str = ""
+    namespace: str = ""
+    node: str = ""
+    cause: str = ""
+
+    @classmethod
+    def from_query(cls, query) -> "EventFilter":
+        """From a page's or socket's query string; a value that can match nothing is refused."""
+        found = cls(**{name: (query.get(name) or "").strip()
+                       for name in ("kind", "namespace", "node", "cause")})
+        if found.kind and found.kind not in KINDS:
+            raise BadEventFilter(f"unknown kind {found.kind[:80]!r}: one of {', '.join(KINDS)}")
+        if found.cause and found.cause not in CAUSES:
+            raise BadEventFilter(f"unknown cause {found.cause[:80]!r}: one of "
+                                 f"{', '.join(CAUSES)}")
+        if found.namespace and not NAMESPACE.fullmatch(found.namespace):
+            raise BadEventFilter(f"{found.namespace[:80]!r} is not a namespace name")
+        if found.node and not NODE_NAME.fullmatch(found.node):
+            raise BadEventFilter(f"{found.node[:80]!r} is not a node name")
+        return found
+
+    @property
+    def fields(self) -> dict:
+        return {name: value for name, value in self.__dict__.items() if value}
+
+    @property
+    def query(self) -> str:
+        """The filter as a query string ("" for none), for links and the socket's URL."""
+        return urlencode(self.fields)
+
+    def matches(self, event: dict) -> bool:
+        """Does a pushed event (the owner's dict) pass? Snapshot updates never do. A node's
+        events are its pods' and its own (whose key is the node's name)."""
+        kind = event.get("kind")
+        if kind not in KINDS:
+            return False
+        if self.node and not (event.get("node") == self.node
+                              or (kind in NODE_KINDS and event.get("key") == self.node)):
+            return False
+        return all(event.get(name) == value for name, value in self.fields.items()
+                   if name != "node")
+
+    def apply(self, rows):
+        fields = {name: value for name, value in self.fields.items() if name != "node"}
+        if self.node:
+            rows = rows.filter(Q(node=self.node) | Q(key=self.node, kind__in=NODE_KINDS))
+        return rows.filter(**fields)
+
+
+@dataclass(frozen=True)
+class EventRow:
+    seq: int
+    at: datetime
+    kind: str
+    key: str
+    namespace: str
+    name: str
+    node: str
+    from_state: str
+    to_state: str
+    cause: str
+    actor: str
+
+    @property
+    def is_pod(self) -> bool:
+        return self.kind.startswith("pod_")
+
+    @property
+    def is_node(self) -> bool:
+        return self.kind.startswith("node_")
+
+    @property
+    def shown_to_state(self) -> str:
+        """Where a pod transition leads, named as the pod's timeline and diagram name it."""
+        return shown_state(self.kind, self.to_state) if self.is_pod else self.to_state
+
+    @property
+    def when(self) -> str:
+        return f"{self.at:%H:%M:%S}.{self.at.microsecond // 1000:03d}"
+
+
+def row_of(event: dict) -> EventRow:
+    """A row from the owner's pushed event (`at` in epoch seconds) or a Transition's values."""
+    at = event["at"]
+    if not isinstance(at, datetime):
+        at = datetime.fromtimestamp(at or 0, tz=tz.utc)
+    return EventRow(seq=event["seq"], at=at, kind=event["kind"], key=event.get("key") or "",
+                    namespace=event.get("namespace") or "", name=event.get("name") or "",
+                    node=event.get("node") or "", from_state=event.get("from_state") or "",
+                    to_state=event.get("to_state") or "", cause=event.get("cause") or "",
+                    actor=event.get("actor") or "")
+
+
+_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state", "to_state",
+           "cause", "actor"]
+
+
+def history_cursor() -> int:
+    """The highest sequence number the history holds: where a page drawn now stands."""
+    return Transition.objects.aggregate(top=Max("seq"))["top"] or 0
+
+
+@dataclass(frozen=True)
+class EventPage:
+    filter: EventFilter
+    rows: list[EventRow]   # newest first
+    cursor: int
+
+
+def recent_events(event_filter: EventFilter) -> EventPage:
+    """The newest EVENTS_SHOWN matching events up to the cursor, newest first."""
+    cursor = history_cursor()
+    rows = (event_filter.apply(Transition.objects.filter(seq__lte=cursor))
+            .order_by("-seq").values(*_FIELDS)[:EVENTS_SHOWN])
+    return EventPage(event_filter, [row_of(row) for row in rows], cursor)
+
+
+def events_between(event_filter: EventFilter, after: int, before: int | None = None,
+                   limit: int | None = None) -> tuple[list[EventRow], int, bool]:
+    """Matching events with after < seq (< before), oldest first, at most `limit`
+    (CATCH_UP_LIMIT); (rows, the highest seq the history holds in that range, whether
+    more were left)."""
+    limit = limit or CATCH_UP_LIMIT
+    span = Transition.objects.filter(seq__gt=after)
+    if before is not None:
+        span = span.filter(seq__lt=before)
+    top = span.aggregate(top=Max("seq"))["top"] or after
+    rows = list(event_filter.apply(span).order_by("seq").values(*_FIELDS)[:limit + 1])
+    return [row_of(row) for row in rows[:limit]], top, len(rows) > limit

@@ -1,0 +1,114 @@
+"""The heat map: every node as one small cell coloured by how much of its CPU, memory or
+GPUs is requested, grouped by zone.
+
+Why cells and levels: at 5,000 nodes a table of bars is not a picture of the cluster,
+while 5,000 empty links coloured by a class are a few hundred kilobytes the browser lays
+out at once. Colours come in levels (THRESHOLDS), so a live push only sends the cells
+whose level or figure moved: `changes` compares the map with what a viewer last got.
+"""
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import groupby
+
+from django.urls import reverse
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
+
+from dashboard.models import NodeRecord
+from dashboard.web.nodes.query import RESOURCES
+
+THRESHOLDS = (50, 70, 85, 95)   # percent requested: where the colour steps up
+NOUNS = {"cpu": "CPU", "memory": "memory", "gpu": "GPUs"}
+
+
+class BadMetric(ValueError):
+    pass
+
+
+def check_metric(metric: str) -> str:
+    if metric not in RESOURCES:
+        raise BadMetric(f"metric: one of {', '.join(RESOURCES)}, not {str(metric)[:40]!r}")
+    return metric
+
+
+def level(percent: float | None) -> str:
+    """The cell's class: "none" (the node has none of it), "0"-"4" by THRESHOLDS, or
+    "over" (more requested than allocatable)."""
+    if percent is None:
+        return "none"
+    if percent > 100:
+        return "over"
+    return str(sum(percent >= bound for bound in THRESHOLDS))
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    name: str
+    percent: float | None
+    metric: str
+    level: str = field(init=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "level", level(self.percent))
+
+
+
+def cells_html(cells) -> str:
+    """The cells' markup: one empty link each, swapped by id when it moves. Built here
+    rather than in a template loop, several times slower at thousands of cells; the
+    name, the only text that is not ours, is escaped once a cell."""
+    nodes = reverse("nodes")
+    parts = []
+    for cell in cells:
+        name = escape(cell.name)
+        figure = (f"no {NOUNS[cell.metric]}" if cell.percent is None
+                  else f"{cell.percent:g}% of its {NOUNS[cell.metric]} requested")
+        parts.append(f'<a id="heat-{name}" class="h-{cell.level}" href="{nodes}{name}/" '
+                     f'title="{name}: {figure}"></a>')
+    return mark_safe("".join(parts))
+
+
+@dataclass(frozen=True)
+class HeatMap:
+    metric: str
+    zones: list[tuple[str, list[HeatCell]]]   # in zone order, nodes in tree order
+
+    @property
+    def groups(self) -> list[tuple[str, int, str]]:
+        """(zone, its node count, its cells' markup), in zone order."""
+        return [(zone, len(cells), cells_html(cells)) for zone, cells in self.zones]
+
+    @cached_property
+    def cells(self) -> dict[str, HeatCell]:
+        return {cell.name: cell for _, cells in self.zones for cell in cells}
+
+    @property
+    def legend(self) -> list[tuple[str, str, int]]:
+        """(level, words, nodes at it), for the key under the map."""
+        counts = {}
+        for cell in self.cells.values():
+            counts[cell.level] = counts.get(cell.level, 0) + 1
+        bounds = (0, *THRESHOLDS, 100)
+        words = [(str(i), f"{low}–{high}%") for i, (low, high) in
+                 enumerate(zip(bounds, bounds[1:]))]
+        words += [("over", "over 100%"), ("none", f"no {NOUNS[self.metric]}")]
+        return [(key, text, counts.get(key, 0)) for key, text in words]
+
+
+def heat_map(metric: str) -> HeatMap:
+    """Every node's use of `metric`: one query of three columns, whatever the node count."""
+    rows = (NodeRecord.objects.order_by("zone", "tree_index", "name")
+            .values_list("zone", "name", RESOURCES[check_metric(metric)]))
+    return HeatMap(metric, [(zone, [HeatCell(name, percent, metric) for _, name, percent in group])
+                            for zone, group in groupby(rows, key=lambda row: row[0])])
+
+
+def changes(before: HeatMap | None, after: HeatMap) -> list[HeatCell] | None:
+    """The cells of `after` that differ from `before`; None when nodes came or went (the
+    map's layout changed: redraw it whole)."""
+    if before is None:
+        return None
+    old, new = before.cells, after.cells
+    if list(old) != list(new):
+        return None
+    return [cell for name, cell in new.items() if old[name] != cell]

@@ -1,0 +1,168 @@
+"""The pods pages: the filtered list, one pod's diagram and timeline, and the actions on it.
+
+Why apart from views.py: these pages have their own query (`pod_query`), history
+(`pod_history`) and actions with a confirmation step, and the REST API and the live
+consumers reuse the same pieces. Bad input gets a page that says what was wrong (400,
+404, 403, or the owner's refusal with its status) and changes nothing.
+"""
+import time
+
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods
+
+from dashboard.readmodel import read_model
+from dashboard.web.api.auth import ACT_PERMISSION
+from dashboard.web.pages import render_page
+from dashboard.web.pods import actions
+from dashboard.web.pods.action_preview import preview
+from dashboard.web.pods.history import pod_history
+from dashboard.web.pods.query import (
+    PER_PAGE,
+    SORT_CHOICES,
+    STATES,
+    BadFilter,
+    PodFilters,
+    namespaces,
+    pod_row,
+    query_pods,
+)
+from dashboard.web.pods.spec import pod_spec
+from dashboard.wire.commands import CommandError
+
+# action in the URL -> (what runs it, its button's words, what it does, in a sentence)
+ACTIONS = {
+    "forget": (actions.forget_pod, "Forget",
+               "The pod leaves the cache at once and its node no longer counts it, as when "
+               "its bind fails. The pod itself is untouched: it is pending again."),
+    "expire": (actions.expire_pod, "Expire now",
+               "The pod expires as the reaper would once its time is up: it leaves the cache "
+               "and its node no longer counts it, until the watch sees it bound."),
+}
+# the list's columns: (key, header, the sort its header link asks for, None: not sortable)
+COLUMNS = [("namespace", "Namespace", "name"), ("name", "Pod", None),
+           ("state", "State", "state"), ("node", "Node", "node"), ("zone", "Zone", "zone"),
+           ("cpu", "CPU", "cpu"), ("memory", "Memory", "memory"),
+           ("priority", "Priority", "priority"), ("changed", "Changed", "changed")]
+
+
+def _links(filters: PodFilters) -> dict:
+    """Query strings the column headers need: sort by each column (once more: reversed),
+    from the first page."""
+    columns = []
+    for key, label, sort in COLUMNS:
+        if sort is None:
+            columns.append((key, label, None, ""))
+            continue
+        order = "ascending" if filters.sort == sort else (
+            "descending" if filters.sort == f"-{sort}" else "")
+        flipped = f"-{sort}" if order == "ascending" else sort
+        columns.append((key, label, filters.query(sort=flipped, page=None, cursor=None), order))
+    return {"columns": columns}
+
+
+def _state_tabs(listing) -> list[tuple[str, str, str, int]]:
+    """(label, state, query, count) of the tabs: every state under the other filters."""
+    filters, counts = listing.filters, listing.counts
+    return ([("All", "", filters.query(state="", page=None, cursor=None),
+              sum(n for _, n in counts))]
+            + [(state, state, filters.query(state=state, page=None, cursor=None), n)
+               for state, n in counts])
+
+
+def _form_context(filters: PodFilters) -> dict:
+    """What the filter form prints (the live pushes leave the form alone)."""
+    return {"filters": filters, "states": STATES, "sorts": SORT_CHOICES,
+            "namespaces": namespaces(), "default_per_page": PER_PAGE}
+
+
+def pod_list_context(filters: PodFilters, now: float | None = None, *,
+                     form: bool = True) -> dict:
+    """What pods.html's partials print: the rows with their state tabs (the live pushes
+    re-render these, so the tabs' counts move with the rows), and the form unless `form`
+    is False."""
+    listing = query_pods(filters, now)
+    context = {"pods": listing, "filters": filters, "now": listing.now,
+               "state_tabs": _state_tabs(listing), **_links(filters)}
+    if form:
+        context.update(_form_context(filters))
+    return context
+
+
+@require_GET
+def pods(request):
+    try:
+        filters = PodFilters.parse(request.GET)
+        context = pod_list_context(filters)
+    except BadFilter as exc:
+        return render_page(request, "dashboard/pods.html", "pod-list",
+                           {"error": str(exc), **_form_context(PodFilters()),
+                            "now": time.time()}, status=400)
+    return render_page(request, "dashboard/pods.html", "pod-list", context)
+
+
+def pod_detail_context(uid: str, now: float | None = None) -> dict | None:
+    """What pod_detail.html's live section prints; None for a pod nobody ever saw."""
+    history = pod_history(uid)
+    if history is None:
+        return None
+    now = time.time() if now is None else now
+    row = pod_row(history.record, now) if history.record is not None else None
+    return {"history": history, "row": row, "now": now}
+
+
+def _missing(request, uid: str, bad_action: str = ""):
+    return render_page(request, "dashboard/pod_detail.html", "pod-live",
+                   {"missing": uid, "bad_action": bad_action}, status=404)
+
+
+@require_GET
+def pod_detail(request, uid: str):
+    return _detail_page(request, uid)
+
+
+def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
+    """The pod's page, with an action's refusal (`error`) at its top when there is one."""
+    context = pod_detail_context(uid)
+    if context is None:
+        return _missing(request, uid)
+    done = request.GET.get("done")
+    owner = read_model.owner_status()
+    spec, spec_note = pod_spec(uid, owner.live)
+    context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
+                   owner=owner, spec=spec, spec_note=spec_note,
+                   can_act=request.user.has_perm(ACT_PERMISSION),
+                   actions=[(name, words) for name, (_, words, _) in ACTIONS.items()])
+    return render_page(request, "dashboard/pod_detail.html", "pod-live", context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def pod_action(request, uid: str, action: str):
+    """GET, or the pod page's button (a POST without `confirm`): what the action will change,
+    and the confirm button. A POST with confirm=yes: do it, then back to the pod's page."""
+    if action not in ACTIONS:
+        return _missing(request, uid, bad_action=action)
+    if not request.user.has_perm(ACT_PERMISSION):
+        raise PermissionDenied(f"{action} needs the act_on_pods permission")
+    history = pod_history(uid)
+    if history is None:
+        return _missing(request, uid)
+    run, words, explanation = ACTIONS[action]
+    posted = request.POST.get("action")
+    if request.method == "POST" and posted not in (None, action):
+        return _detail_page(request, uid, status=400,
+                            error=f"the form asked for {posted!r} on the {action!r} page; "
+                                  "nothing was done")
+    if request.method == "POST" and request.POST.get("confirm") == "yes":
+        try:
+            run(uid, request.user.get_username())
+        except CommandError as exc:
+            return _detail_page(request, uid, status=exc.status,
+                                error=f"{words} refused: {exc.message}. Nothing was changed.")
+        return redirect(f"{reverse('pod-detail', args=[uid])}?done={action}")
+    record = history.record
+    return render_page(request, "dashboard/pod_action.html", "confirmation", {
+        "history": history, "action": action, "words": words, "explanation": explanation,
+        "preview": preview(record) if record is not None else None,
+        "assumed": history.assumed})

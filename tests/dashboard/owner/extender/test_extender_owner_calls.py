@@ -1,0 +1,172 @@
+"""kube-scheduler's calls in the owner's loop (`runner.step` with the listener's calls): served
+ahead of the feed, which is applied in chunks between them, on a real CacheOwner with its
+extender attached as `manage.py watch` attaches it."""
+import socket
+import threading
+
+import pytest
+from django.conf import settings
+from django.test import override_settings
+
+from schedcache import Cache
+from simcluster.generate import make_node, make_pod
+
+from dashboard.clients.owner_client import send
+from dashboard.owner.commands import CommandServer
+from dashboard.owner.extender.listener import ExtenderListener
+from dashboard.owner.extender.owner_calls import OwnerCalls
+from dashboard.owner.owner import CacheOwner
+from dashboard.owner.runner import (
+    COMMAND_PERIOD,
+    FEED_CHUNK,
+    attach_extender,
+    listen_for_scheduler,
+    step,
+)
+from dashboard.wire.clients import redis_client
+from dashboard.wire.keys import OWNER_COMMANDS
+from tests.dashboard.owner.extender.extender_builders import BindRecorder, bind_args, filter_args
+from tests.dashboard.owner.extender.listener_client import connect, post
+from tests.decoded_feed import synced_items, watched
+
+NEVER = float("inf")
+
+
+@pytest.fixture
+def owner(redis_url):
+    redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
+    owner = CacheOwner(Cache(ttl=0), command_server=CommandServer({}))
+    owner.binds = BindRecorder()
+    attach_extender(owner, schedule_bind=owner.binds)
+    for item in synced_items([make_node("n1"), make_node("n2")], []):
+        owner.feed.put(item)
+    owner.drain_feed()
+    return owner
+
+
+def test_a_queued_call_runs_before_the_feed_which_is_applied_in_chunks(owner):
+    calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
+    backlog = 3 * FEED_CHUNK
+    for i in range(backlog):
+        owner.feed.put(watched("pods", "ADDED", make_pod(f"p{i}", uid=f"uid-{i}")))
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(calls.call("status", {}, 5)))
+    caller.start()
+    assert calls.wait(5)
+    step(owner, {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}, None, calls=calls)
+    caller.join(5)
+    assert answers[0]["feed_backlog"] == backlog      # answered before any feed item
+    assert owner.feed.qsize() == backlog - FEED_CHUNK
+
+
+def call_in_background(calls, op="status"):
+    """A listener thread's call, queued once this returns; join the returned thread."""
+    caller = threading.Thread(target=calls.call, args=(op, {}, 5))
+    caller.start()
+    assert calls.wait(5)
+    return caller
+
+
+def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
+    calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
+    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    client = redis_client(settings.REDIS_URL)
+
+    def turn(at):
+        caller = call_in_background(calls)
+        step(owner, deadlines, None, clock=lambda: at, calls=calls)
+        caller.join(5)
+
+    send("status", wait=False, client=client)
+    turn(100.0)                                   # a call, and Redis's first look
+    assert client.llen(OWNER_COMMANDS) == 0
+    send("status", wait=False, client=client)
+    turn(100.0 + COMMAND_PERIOD / 2)
+    assert client.llen(OWNER_COMMANDS) == 1         # kube-scheduler's calls only
+    turn(100.0 + COMMAND_PERIOD)
+    assert client.llen(OWNER_COMMANDS) == 0
+    send("status", wait=False, client=client)
+    # kube-scheduler pauses: the idle wait times out and Redis is looked at next turn.
+    step(owner, deadlines, None, clock=lambda: 100.0 + COMMAND_PERIOD * 1.5, calls=calls)
+    assert client.llen(OWNER_COMMANDS) == 1
+    step(owner, deadlines, None, clock=lambda: 100.0 + COMMAND_PERIOD * 1.5, calls=calls)
+    assert client.llen(OWNER_COMMANDS) == 0
+
+
+def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):
+    calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler")
+    deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": NEVER}
+    pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
+    owner.feed.put(watched("pods", "ADDED", pod))     # pending, as the watch shows it
+    served(lambda: step(owner, deadlines, None, calls=calls))
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=None).start()
+    try:
+        status, result = post(connect(listener), "filter",
+                              filter_args(pod, [make_node("n1"), make_node("n2")]))
+    finally:
+        listener.close()
+    assert status == 200 and result["Error"] == ""
+    assert owner.cache.is_assumed_pod(pod)
+    assert owner.status()["extender_statuses"] > 0
+    assert owner.stats["commands"] == 1                # counted as the owner's commands are
+
+
+def test_a_taken_address_is_logged_and_the_owner_goes_on(caplog):
+    calls = OwnerCalls({}, "kube-scheduler")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = "127.0.0.1:%d" % taken.getsockname()[1]
+        with override_settings(SCHEDVIEW_EXTENDER_ADDRESS=address):
+            assert listen_for_scheduler(calls) is None
+    assert f"SCHEDVIEW_EXTENDER_ADDRESS={address}" in caplog.text
+    with override_settings(SCHEDVIEW_EXTENDER_ADDRESS=address):
+        listener = listen_for_scheduler(calls)    # the address is free again
+    try:
+        assert listener.url == f"http://{address}/extender"
+    finally:
+        listener.close()
+
+
+def test_the_tls_settings_make_an_https_listener_and_unusable_files_are_logged(pki, caplog):
+    calls = OwnerCalls({}, "kube-scheduler")
+    tls = {"SCHEDVIEW_EXTENDER_CERT": str(pki / "server.pem"),
+           "SCHEDVIEW_EXTENDER_KEY": str(pki / "server.key"),
+           "SCHEDVIEW_EXTENDER_CLIENT_CA": str(pki / "ca.pem")}
+    for unusable in ({"SCHEDVIEW_EXTENDER_CERT": str(pki / "missing.pem")},
+                     {"SCHEDVIEW_EXTENDER_KEY": str(pki / "client.key")}):   # not its key
+        with override_settings(SCHEDVIEW_EXTENDER_ADDRESS="127.0.0.1:0", **{**tls, **unusable}):
+            assert listen_for_scheduler(calls) is None
+    assert caplog.text.count("cannot serve kube-scheduler's extender") == 2
+    with override_settings(SCHEDVIEW_EXTENDER_ADDRESS="127.0.0.1:0", **tls):
+        listener = listen_for_scheduler(calls)
+    try:
+        assert listener.url.startswith("https://127.0.0.1:")
+    finally:
+        listener.close()
+
+
+@pytest.mark.parametrize("bound, settled", [(True, "pod_binding_finished"),
+                                            (False, "pod_forgotten")])
+def test_the_extenders_changes_carry_its_cause_and_its_caller(owner, bound, settled):
+    """Through the owner's doors: the assumption a filter makes and the bind's outcome are
+    recorded with the cause "extender" and the caller the listener named."""
+    pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
+    owner.feed.put(watched("pods", "ADDED", pod))
+    owner.drain_feed()
+    owner.journal.take()
+    verbs, caller = owner.scheduler_verbs, "CN=kube-scheduler"
+    result = verbs["extender_filter"](filter_args(pod, [make_node("n1"), make_node("n2")]),
+                                      caller)
+    [node] = result["NodeNames"]
+    plan = verbs["extender_bind"](bind_args(pod, node), caller)
+    assert plan.pod == ("uid-web", pod["metadata"]["namespace"], "web", node)
+    verbs["extender_bind_outcome"]({"uid": "uid-web", "node": node, "bound": bound,
+                                    "reason": "" if bound else "refused (test)"}, caller)
+    events, _, batch = owner.journal.take()
+    assert [(e.kind, cause, actor) for e, cause, actor, _ in events
+            if e.kind != "snapshot_updated"] == [("pod_assumed", "extender", caller),
+                                                 (settled, "extender", caller)]
+    # what the algorithm's snapshot in the filter emitted: the call's too
+    assert {(cause, actor) for e, cause, actor, _ in events} == {("extender", caller)}
+    assert batch.audits == []        # kube-scheduler's acts are its own to log

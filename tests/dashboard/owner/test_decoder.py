@@ -1,0 +1,283 @@
+"""The decoder process: reflectors and the pods' digest in a child process, feeding the owner
+over a pipe. Against the simulated cluster over real HTTP, with a real child process."""
+import functools
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from schedcache import Cache
+from schedcache.podinfo import make_pod_info, unpack_pod_info
+from simcluster.generate import make_node, make_pod
+
+from dashboard.owner.decoder import (
+    DecodedEvents,
+    DecodedList,
+    DecodedPage,
+    DecoderProcess,
+    digest_pod,
+)
+from dashboard.owner.owner import CacheOwner
+from tests.dashboard.feedhelpers import WAIT, core_api_at
+from tests.waiting import wait_for
+
+BIND_INFO = "schedview.io/bind-info"
+
+
+def uid(obj):
+    return obj["metadata"]["uid"]
+
+
+def bound(sim):
+    return {uid(p) for p in sim.pods() if p["spec"].get("nodeName")}
+
+
+def unbound(sim):
+    return {uid(p) for p in sim.pods() if not p["spec"].get("nodeName")}
+
+
+def apply_until(owner, predicate, what, timeout=WAIT):
+    """Apply the owner's feed as it arrives until `predicate()` holds."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise AssertionError(f"timed out waiting for {what}")
+        try:
+            owner.apply(owner.feed.get(timeout=min(left, 0.1)))
+        except queue.Empty:
+            pass
+
+
+@pytest.fixture
+def decoded(sim):
+    """An owner fed by a running decoder process on `sim`; stopped (and checked) at teardown."""
+    started = []
+
+    def start(owner=None, **kw):
+        owner = owner or CacheOwner(Cache(ttl=30))
+        kw.setdefault("options", {"watch_timeout": 60})
+        decoder = DecoderProcess(owner.feed.put, functools.partial(core_api_at, sim.url),
+                                 **kw).start()
+        started.append(decoder)
+        return owner, decoder
+    yield start
+    for decoder in started:
+        decoder.stop()
+        assert not decoder.process.is_alive()
+
+
+def synced(owner, sim):
+    apply_until(owner, lambda: all(owner.synced.values()) and owner.cache.node_count()
+                and set(owner.cache.pod_keys()) == bound(sim), "the first lists")
+
+
+def test_the_owner_syncs_and_follows_the_cluster_through_the_decoder(sim, v1, decoded):
+    owner, decoder = decoded()
+    synced(owner, sim)
+    assert set(owner.pending) == unbound(sim)
+    assert sorted(owner.cache.node_names()) == sorted(n["metadata"]["name"] for n in sim.nodes())
+    one = next(p for p in sim.pods() if p["spec"].get("nodeName"))
+    cached, direct = owner.cache.pod_info(uid(one)), make_pod_info(one)
+    assert (cached.requested, cached.labels, cached.pod) == \
+        (direct.requested, direct.labels, direct.pod)
+
+    meta = one["metadata"]
+    v1.patch_namespaced_pod(meta["name"], meta["namespace"],
+                            {"metadata": {"labels": {"seen": "yes"}}})
+    apply_until(owner, lambda: owner.cache.pod_info(uid(one)).labels.get("seen") == "yes",
+                "the label change")
+    v1.delete_namespaced_pod(meta["name"], meta["namespace"], grace_period_seconds=0)
+    apply_until(owner, lambda: owner.cache.pod_info(uid(one)) is None, "the deletion")
+    pods = decoder.views["pods"]
+    assert pods.wait_for(lambda v: v.resource_version == str(sim.resource_version), WAIT)
+    assert pods.state == "watching" and pods.stats["events"] >= 2
+
+
+def test_a_version_the_owner_is_told_of_has_its_events_queued(sim, v1, decoded):
+    """runner.list_for_comparison waits for the views' version: it must never run ahead."""
+    owner, decoder = decoded()
+    synced(owner, sim)
+    pods = decoder.views["pods"]
+    for target in sorted(bound(sim))[:5]:
+        pod = next(p for p in sim.pods() if uid(p) == target)["metadata"]
+        rv = v1.patch_namespaced_pod(pod["name"], pod["namespace"],
+                                     {"metadata": {"labels": {"n": "1"}}}).metadata.resource_version
+        assert pods.wait_for(lambda v: int(v.resource_version or 0) >= int(rv), WAIT)
+        queued = []
+        while not owner.feed.empty():
+            item = owner.feed.get_nowait()
+            queued.append(item)
+            owner.apply(item)
+        assert any(type(i) is DecodedEvents and any(r[0] and r[0][0] == target and r[0][4] == rv
+                                                    for _, r in i.events) for i in queued)
+
+
+def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
+    from dashboard.owner.runner import list_for_comparison
+    owner, decoder = decoded()
+    synced(owner, sim)
+    lists = decoder.list_for_comparison(WAIT)
+    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    one = next(p for p in sim.pods() if p["spec"].get("nodeName"))
+    assert next(p for p in lists.pods if uid(p) == uid(one)) == {
+        "metadata": {"uid": uid(one), "resourceVersion": one["metadata"]["resourceVersion"]},
+        "spec": {"nodeName": one["spec"]["nodeName"]}, "status": {"phase": one["status"]["phase"]}}
+    assert {n["metadata"]["name"] for n in lists.nodes} == {
+        n["metadata"]["name"] for n in sim.nodes()}
+    assert set(next(iter(lists.nodes))) == {"metadata", "status"}
+
+    request = list_for_comparison(decoder, threading.Event())   # the owner's lister
+    owner.apply(request)
+    assert owner.latest_report.clean, owner.latest_report.as_dict()
+    # A pod bound behind the cache's back is drift the cut-down lists still show.
+    meta = next(p for p in sim.pods() if not p["spec"].get("nodeName"))["metadata"]
+    v1.create_namespaced_binding(meta["namespace"], {
+        "apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": sim.nodes()[0]["metadata"]["name"]}},
+        _preload_content=False)
+    lists = decoder.list_for_comparison(WAIT)
+    from schedcache.comparer import compare
+    assert compare(owner.cache, lists.nodes, lists.pods).missed_pods == [meta["uid"]]
+
+
+def test_a_comparison_the_cluster_cannot_answer_fails_with_its_reason(sim, decoded):
+    owner, decoder = decoded()
+    synced(owner, sim)
+    sim.kill()
+    with pytest.raises(RuntimeError, match="MaxRetryError|ConnectionRefused|ProtocolError"):
+        decoder.list_for_comparison(WAIT)
+
+
+def test_a_relist_request_reaches_the_decoder(sim, decoded):
+    owner, decoder = decoded()
+    synced(owner, sim)
+    lists = []
+    owner.applier.on_pods_listed = lists.append
+    decoder.views["pods"].request_relist()
+    apply_until(owner, lambda: lists, "the second pod list")
+    assert decoder.views["pods"].wait_for(lambda v: v.stats.get("lists") == 2, WAIT)
+
+
+def test_a_dead_decoder_is_replaced_and_the_new_one_lists_afresh(sim, v1, decoded):
+    owner, decoder = decoded(restart_backoff=(0.05, 0.1))
+    synced(owner, sim)
+    first = decoder.process
+    victim = next(p for p in sim.pods() if p["spec"].get("nodeName"))["metadata"]
+    os.kill(first.pid, signal.SIGKILL)
+    first.join(WAIT)
+    v1.delete_namespaced_pod(victim["name"], victim["namespace"],   # while none watches
+                             grace_period_seconds=0)
+    apply_until(owner, lambda: decoder.restarts == 1 and decoder.process is not first
+                and owner.cache.pod_info(victim["uid"]) is None, "the replacement's list")
+    assert decoder.process.is_alive()
+    assert set(owner.cache.pod_keys()) == bound(sim)
+
+
+def test_the_decoder_dies_with_its_owner(sim):
+    """An owner killed outright (SIGKILL: nothing of it runs) leaves no decoder behind."""
+    script = ("import functools, queue, sys\n"
+              "from feedhelpers import core_api_at\n"
+              "from dashboard.owner.decoder import DecoderProcess\n"
+              "if __name__ == '__main__':\n"
+              f"    d = DecoderProcess(queue.Queue().put, functools.partial(core_api_at, {sim.url!r}))\n"
+              "    d.start()\n"
+              "    print(d.process.pid, flush=True)\n"
+              "    sys.stdin.read()\n")
+    here = os.path.dirname(__file__)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.getcwd()]))
+    owner = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        child = int(owner.stdout.readline())
+        assert running(child)
+        owner.kill()
+        owner.wait(WAIT)
+        wait_for(lambda: not running(child), WAIT, "the decoder to exit")
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def running(pid) -> bool:
+    """Alive and not a zombie (a container's init may be slow to reap orphans)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_the_watch_can_start_without_a_list(sim, decoded):
+    """resume_from: watch from a version first; "0" replays every pod as ADDED."""
+    owner, decoder = decoded(kinds=("pods",), resume_from={"pods": "0"})
+    apply_until(owner, lambda: set(owner.cache.pod_keys()) == bound(sim), "the replay")
+    assert not owner.synced["pods"]                 # no list was taken
+    assert decoder.views["pods"].stats["lists"] == 0
+
+
+# -- records: what crosses the pipe --------------------------------------------------------
+
+def pod(name, node="", **kw):
+    return make_pod(name, namespace="team", node_name=node or None, **kw)
+
+
+def test_digest_pod_keeps_only_the_named_annotations_and_reports_what_it_cannot_digest():
+    p = pod("a", "n1")
+    p["metadata"]["annotations"] = {BIND_INFO: '{"node":"n1"}', "noise": "x" * 1000}
+    packed, kept = digest_pod(p, (BIND_INFO,))
+    assert unpack_pod_info(packed).pod == make_pod_info(p).pod
+    assert kept == {BIND_INFO: '{"node":"n1"}'}
+    assert digest_pod(p)[1] is None
+    broken = pod("b", "n1")
+    broken["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    assert digest_pod(broken)[:3] == (None, uid(broken), broken["metadata"]["resourceVersion"])
+    assert "lots" in digest_pod(broken)[3]
+
+
+def test_records_reach_the_cache_paged_and_watched():
+    nodes = [make_node("n1"), make_node("n2")]
+    placed = pod("placed", "n1")
+    waiting = pod("waiting")
+    waiting["metadata"]["annotations"] = {BIND_INFO: '{"node":"n2"}'}
+    done = pod("done", "n2")
+    broken = pod("broken", "n2")
+    broken["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
+    listed = [placed, waiting, done, broken]
+    relabelled = dict(placed, metadata=dict(placed["metadata"], resourceVersion="9",
+                                            labels={"v": "2"}))
+    later = [("MODIFIED", relabelled),
+             ("MODIFIED", dict(done, status=dict(done["status"], phase="Succeeded"))),
+             ("DELETED", broken), ("ADDED", pod("new", "n2"))]
+    owner = CacheOwner(Cache(ttl=30))
+    restored = []
+    owner.applier.on_pods_listed = restored.extend
+    records = [digest_pod(p, (BIND_INFO,)) for p in listed]
+    ghost = pod("ghost", "n1")    # in a list that restarted: the restart does not list it
+    for item in (DecodedPage("nodes", nodes, True), DecodedList("nodes", "5"),
+                 DecodedPage("pods", [digest_pod(ghost)], True),
+                 DecodedPage("pods", records[:2], True), DecodedPage("pods", records[2:], False)):
+        owner.apply(item)
+    assert owner.cache.pod_info(uid(ghost)) is not None and not owner.synced["pods"]
+    owner.apply(DecodedList("pods", "5"))
+    assert owner.cache.pod_info(uid(ghost)) is None
+    assert owner.synced == {"pods": True, "nodes": True}
+    assert sorted(owner.cache.pod_keys()) == sorted([uid(placed), uid(done)])
+    assert sorted(owner.pending) == [uid(waiting)]
+    # ghost, placed, waiting, done, two nodes; the broken pod is skipped
+    assert (owner.stats["applied"], owner.stats["skipped"]) == (6, 1)
+    assert owner.apply(DecodedEvents("pods", [(t, digest_pod(o)) for t, o in later])) == 4
+    assert sorted(owner.cache.pod_keys()) == sorted([uid(placed), uid(later[-1][1])])
+    assert owner.cache.get_pod(placed)["metadata"]["labels"] == {"v": "2"}
+    assert owner.cache.node_info("n2").requested.milli_cpu == \
+        make_pod_info(later[-1][1]).requested.milli_cpu
+    assert (owner.stats["applied"], owner.stats["skipped"]) == (10, 1)
+    # the extender restores from annotated pods only, as lean Mappings
+    assert [p["metadata"]["name"] for p in restored] == ["waiting"]
+    assert restored[0]["metadata"]["annotations"] == waiting["metadata"]["annotations"]
+    assert owner.pending[uid(waiting)]["metadata"]["annotations"][BIND_INFO]

@@ -1,0 +1,149 @@
+"""The leader lease (redis-py's Lock with a term) on the run's real Redis, and the backoff
+the owner's loop meets Redis outages with."""
+import socket
+import threading
+import uuid
+
+import pytest
+import redis
+from django.conf import settings
+
+from dashboard.owner.leader import MARGIN, LeaderLease
+from dashboard.runtime.redis_outage import RedisBackoff, loop_client
+from dashboard.wire.clients import redis_client
+from tests.waiting import wait_for
+
+
+class Clock:
+    def __init__(self, now=1000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def key(redis_url):
+    name = f"schedview:test:lease:{uuid.uuid4().hex}"
+    yield name
+    redis_client(settings.REDIS_URL).delete(name, f"{name}:term")
+
+
+def lease(key, holder, seconds=5.0, clock=None):
+    return LeaderLease(redis_client(settings.REDIS_URL), key, lease=seconds, holder=holder,
+                       **({"clock": clock} if clock else {}))
+
+
+def expired(key):
+    wait_for(lambda: not redis_client(settings.REDIS_URL).exists(key), 10,
+             "the lease to expire in Redis")
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_one_owner_holds_the_lease_and_another_cannot_take_it(key):
+    a, b = lease(key, "a"), lease(key, "b")
+    assert a.try_acquire() and a.held()
+    assert not b.try_acquire() and not b.held()
+    assert a.renew()
+    assert a.holder().startswith("a:")
+    a.release()
+    assert not a.held() and b.try_acquire()
+
+
+def test_the_leader_stops_counting_on_its_lease_a_margin_before_it_expires(key):
+    clock = Clock()
+    a = lease(key, "a", seconds=5.0, clock=clock)
+    assert a.try_acquire()
+    clock.now += 5.0 - MARGIN - 0.01
+    assert a.held()
+    clock.now += 0.02
+    assert not a.held()
+    assert a.renew() and a.held()       # a renewal counts from when it was sent
+
+
+def test_a_lease_that_expired_with_nobody_taking_it_is_taken_back(key):
+    a = lease(key, "a", seconds=0.3)
+    assert a.try_acquire()
+    term = a.term
+    expired(key)
+    assert a.renew() and a.held()
+    assert a.term == term + 1 and a.holder().startswith("a:")
+
+
+def test_a_lease_another_owner_took_is_lost(key):
+    a, b = lease(key, "a", seconds=0.3), lease(key, "b", seconds=5.0)
+    assert a.try_acquire()
+    expired(key)
+    assert b.try_acquire()
+    assert not a.renew() and not a.held()
+    assert b.holder().startswith("b:")
+
+
+def test_a_lease_another_owner_held_in_between_is_not_taken_back(key):
+    a, b = lease(key, "a", seconds=0.3), lease(key, "b", seconds=0.3)
+    assert a.try_acquire()
+    expired(key)
+    assert b.try_acquire()
+    b.release()
+    assert not a.renew() and not a.held()
+    assert not redis_client(settings.REDIS_URL).exists(key), \
+        "the stale owner let go of what it took"
+
+
+def test_an_unreachable_redis_is_an_error_the_backoff_spaces_tries_at(key):
+    dead = loop_client(f"redis://127.0.0.1:{closed_port()}/0")
+    a = LeaderLease(dead, key, holder="a")
+    clock = Clock()
+    backoff = RedisBackoff("test", cap=1.0, base=0.5, clock=clock)
+    assert backoff.attempt(a.try_acquire) == (False, None)
+    assert backoff.down and not backoff.ready()
+    clock.now += 1.0                    # the cap: the next try is due
+    assert backoff.ready()
+    assert backoff.attempt(a.try_acquire) == (False, None) and backoff.failures == 2
+    with pytest.raises(redis.ConnectionError):
+        a.try_acquire()
+    clock.now += 1.0
+    assert backoff.attempt(lambda: "answered") == (True, "answered")
+    assert not backoff.down and backoff.ready()
+
+
+@pytest.mark.parametrize("ending, outcome", [("stop", False), ("release", True)])
+def test_a_standby_waits_until_the_lease_is_free_or_it_is_told_to_stop(key, ending, outcome):
+    a, b = lease(key, "a"), lease(key, "b")
+    assert a.try_acquire()
+    stop = threading.Event()
+    result = []
+    waiter = threading.Thread(target=lambda: result.append(b.wait(stop, poll=0.05)))
+    waiter.start()
+    if ending == "stop":
+        stop.set()
+    else:
+        a.release()
+    waiter.join(5)
+    assert result == [outcome] and b.held() is outcome
+
+
+def test_an_owner_restarted_under_its_dead_self_lets_the_standby_take_over(key):
+    """The supervisor restarts a killed leader within a second, while its lease still
+    lives: the standby that was waiting takes the lease when it expires, not the newcomer,
+    which contends only a lease period after it started (here: much later)."""
+    dead = lease(key, "owner-a", seconds=1.0)
+    assert dead.try_acquire()                               # then it is killed: no renew
+    standby, restarted = lease(key, "owner-b", seconds=1.0), lease(key, "owner-a", seconds=60)
+    stop, won = threading.Event(), []
+    waiters = [threading.Thread(target=lambda w=w: w.wait(stop, poll=0.05) and won.append(w))
+               for w in (restarted, standby)]
+    for waiter in waiters:
+        waiter.start()
+    try:
+        wait_for(lambda: won, 5, "a waiter to take the lease")
+    finally:
+        stop.set()
+        for waiter in waiters:
+            waiter.join(5)
+    assert won == [standby]

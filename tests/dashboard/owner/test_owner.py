@@ -1,0 +1,313 @@
+"""The cache owner, driven item by item: what the watch and the lists feed it, what
+commands it takes, and the rows and history it writes (through the real writer thread,
+into the real database)."""
+import pytest
+
+from schedcache import Cache
+from simcluster.generate import make_node, make_pod
+
+from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
+from dashboard.owner.commands import CommandServer
+from dashboard.owner.comparing import CompareRequest
+from dashboard.owner.owner import CacheOwner
+from dashboard.owner.projection import ProjectionWriter
+from dashboard.wire.commands import CommandError
+from tests.decoded_feed import synced_items, watched
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Clock:
+    def __init__(self, now=1_000_000.0):
+        self.now = now
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def writer():
+    w = ProjectionWriter().start()
+    yield w
+    w.close()
+
+
+@pytest.fixture
+def owner(writer):
+    return CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
+                      seq_base=100, epoch=7, clock=Clock())
+
+
+def command(owner, op, args, actor):
+    """A command as the owner serves it (its registered handler), without Redis."""
+    return owner.commands.handlers[op](args, actor)
+
+
+def nodes(*names):
+    return [make_node(name, zone=f"zone-{i % 2}") for i, name in enumerate(names)]
+
+
+def pod(name, node="", **kw):
+    return make_pod(name, namespace="team", node_name=node or None, **kw)
+
+
+def uid(p):
+    return p["metadata"]["uid"]
+
+
+def feed(owner, *items):
+    for item in items:
+        owner.apply(item)
+
+
+def flushed(owner, writer):
+    owner.flush()
+    assert writer.wait_idle(timeout=30)
+
+
+def synced(owner, node_objs, pod_objs):
+    feed(owner, *synced_items(node_objs, pod_objs, "10"))
+
+
+def test_listed_pods_land_in_the_cache_and_the_read_model(owner, writer):
+    bound, waiting = pod("a", "n1"), pod("b")
+    synced(owner, nodes("n1", "n2"), [bound, waiting])
+    assert owner.cache.pod_state({"metadata": {"uid": uid(bound)}}) == "Added"
+    assert owner.cache.pod_count() == 1
+    flushed(owner, writer)
+    rows = {r.name: r for r in PodRecord.objects.all()}
+    assert rows["a"].state == "Added" and rows["a"].node == "n1" and rows["a"].zone
+    assert rows["b"].state == "Pending" and rows["b"].node == ""
+    assert {n.name for n in NodeRecord.objects.all()} == {"n1", "n2"}
+    assert NodeRecord.objects.get(name="n1").pods == 1
+    assert Transition.objects.filter(kind="pod_added", key=uid(bound)).get().seq > 100
+
+
+def test_watch_events_update_skip_and_remove(owner, writer):
+    p = pod("a", "n1")
+    synced(owner, nodes("n1"), [p])
+    newer = dict(p, metadata=dict(p["metadata"], resourceVersion="99", labels={"v": "2"}))
+    feed(owner, watched("pods", "MODIFIED", newer))
+    assert owner.cache.pod_info(uid(p)).resource_version == "99"
+    seq = owner.cache.event_seq
+    feed(owner, watched("pods", "MODIFIED", newer))   # same version: nothing to do
+    assert owner.cache.event_seq == seq
+    done = dict(newer, status=dict(newer["status"], phase="Succeeded"))
+    feed(owner, watched("pods", "MODIFIED", done))
+    assert owner.cache.pod_count() == 0
+    flushed(owner, writer)
+    assert not PodRecord.objects.filter(uid=uid(p)).exists()
+
+
+def test_objects_without_uid_are_skipped(owner):
+    broken = pod("x", "n1")
+    del broken["metadata"]["uid"]
+    feed(owner, watched("pods", "ADDED", broken))
+    assert owner.stats["skipped"] == 1 and owner.cache.pod_count() == 0
+
+
+def test_a_relist_removes_what_the_cluster_lost_meanwhile(owner, writer):
+    a, b, gone = pod("a", "n1"), pod("b", "n2"), pod("gone", "n1")
+    synced(owner, nodes("n1", "n2"), [a, b, gone])
+    feed(owner, *synced_items(nodes("n1"), [a], "20"))
+    assert owner.cache.pod_keys() == [uid(a)]
+    assert owner.cache.node_names() == ["n1"]
+    # node n2 was deleted with pod b gone too: no ghost left behind
+    assert owner.cache.node_count() == 1
+
+
+def test_assume_then_confirm_by_the_watch(owner, writer):
+    waiting = pod("w")
+    synced(owner, nodes("n1"), [waiting])
+    result = command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    assert result["uid"] == uid(waiting) and result["node"] == "n1"
+    assert result["after"]["pods"] == result["before"]["pods"] + 1
+    assert owner.cache.is_assumed_pod({"metadata": {"uid": uid(waiting)}})
+    flushed(owner, writer)
+    assert PodRecord.objects.get(uid=uid(waiting)).state == "Assumed"
+    t = Transition.objects.get(kind="pod_assumed")
+    assert (t.cause, t.actor) == ("operator", "alice")
+    bound = dict(waiting, spec=dict(waiting["spec"], nodeName="n1"),
+                 metadata=dict(waiting["metadata"], resourceVersion="50"))
+    feed(owner, watched("pods", "MODIFIED", bound))
+    assert owner.cache.pod_state({"metadata": {"uid": uid(waiting)}}) == "Added"
+    flushed(owner, writer)
+    assert PodRecord.objects.get(uid=uid(waiting)).state == "Added"
+    assert Transition.objects.get(kind="pod_confirmed").cause == "watch"
+
+
+@pytest.mark.parametrize("args,status", [
+    ({"namespace": "team", "name": "nobody", "node": "n1"}, 404),
+    ({"namespace": "team", "node": "n1"}, 400),
+    ({"uid": "no-such-uid", "node": "n1"}, 404),
+    ({"namespace": "team", "name": "w", "node": "no-such-node"}, 404),
+    ({"namespace": "team", "name": "w"}, 400),
+])
+def test_assume_refusals_change_nothing(owner, args, status):
+    synced(owner, nodes("n1"), [pod("w")])
+    seq = owner.cache.event_seq
+    with pytest.raises(CommandError) as refused:
+        command(owner, "assume", args, "alice")
+    assert refused.value.status == status
+    assert owner.cache.event_seq == seq
+
+
+def test_assume_twice_is_a_conflict(owner):
+    synced(owner, nodes("n1"), [pod("w")])
+    command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    with pytest.raises(CommandError) as refused:
+        command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")
+    assert refused.value.status == 409
+
+
+def test_forget_expire_and_reap(owner, writer):
+    a, b, c = pod("a"), pod("b"), pod("c")
+    synced(owner, nodes("n1"), [a, b, c])
+    for p in (a, b, c):
+        command(owner, "assume", {"uid": uid(p), "node": "n1"}, "tool")
+    assert command(owner, "forget", {"uid": uid(a), "strict": True}, "bob")["changed"]
+    assert command(owner, "expire", {"uid": uid(b)}, "bob")["after"]["pods"] == 1
+    command(owner, "finish_binding", {"uid": uid(c), "now": 1000.0}, "bind")
+    assert command(owner, "reap", {"now": 1020.0}, "reaper")["expired"] == []
+    assert command(owner, "reap", {"now": 1031.0}, "reaper")["expired"] == [uid(c)]
+    flushed(owner, writer)
+    states = {r.name: r.state for r in PodRecord.objects.all()}
+    assert states == {"a": "Forgotten", "b": "Expired", "c": "Expired"}
+    assert Transition.objects.get(kind="pod_expired", key=uid(c)).cause == "reaper"
+
+
+def test_forget_of_an_added_pod_is_refused_and_a_missing_one_is_a_no_op(owner):
+    added = pod("a", "n1")
+    synced(owner, nodes("n1"), [added])
+    with pytest.raises(CommandError) as refused:
+        command(owner, "forget", {"uid": uid(added)}, "bob")
+    assert refused.value.status == 409
+    assert command(owner, "forget", {"uid": "gone"}, "bind") == {"uid": "gone", "changed": False}
+    with pytest.raises(CommandError):
+        command(owner, "forget", {"uid": "gone", "strict": True}, "bob")
+
+
+def test_sequence_numbers_continue_from_the_base_and_stale_rows_are_pruned(owner, writer):
+    PodRecord.objects.create(uid="left-over", namespace="x", name="y", state="Added",
+                             owner_epoch=1)
+    synced(owner, nodes("n1"), [pod("a", "n1")])
+    flushed(owner, writer)
+    assert not PodRecord.objects.filter(uid="left-over").exists()
+    seqs = list(Transition.objects.values_list("seq", flat=True))
+    assert seqs == list(range(101, 101 + len(seqs)))
+
+
+def test_a_comparison_is_recorded(owner, writer):
+    a = pod("a", "n1")
+    synced(owner, nodes("n1"), [a])
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    flushed(owner, writer)
+    run = ComparerRun.objects.get()
+    assert not run.clean
+    assert run.report["missed_pods"] == [uid(pod("missed", "n1"))]
+
+
+def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
+    relists = []
+    owner.comparer.on_drift = lambda: relists.append(True)
+    a = pod("a", "n1")
+    synced(owner, nodes("n1"), [a])
+    feed(owner, CompareRequest(nodes("n1"), [a], "30"))
+    assert relists == []
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "31"))
+    assert relists == [True]
+
+
+def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
+    a, b = pod("a", "n1"), pod("b", "n1")
+    synced(owner, nodes("n1"), [a, b])
+    listed_a = dict(a, metadata=dict(a["metadata"], resourceVersion="20"))
+    # After the lists (version 30): a changed (41), b was deleted (42), c was created (43).
+    feed(owner, watched("pods", "MODIFIED", dict(a, metadata=dict(a["metadata"], resourceVersion="41"))),
+         watched("pods", "DELETED", dict(b, metadata=dict(b["metadata"], resourceVersion="42"))),
+         watched("pods", "ADDED", pod("c", "n1", resource_version="43")))
+    feed(owner, CompareRequest(nodes("n1"), [listed_a, b], "30"))
+    assert owner.latest_report.clean, owner.latest_report.as_dict()
+    # The same cache against lists taken after those changes would show real drift.
+    feed(owner, CompareRequest(nodes("n1"), [listed_a], "50"))
+    assert not owner.latest_report.clean
+
+
+def test_a_large_backlog_of_rows_is_written_over_several_flushes(owner, writer, monkeypatch):
+    import dashboard.owner.rows as rows_module
+    monkeypatch.setattr(rows_module, "ROWS_PER_FLUSH", 2)
+    PodRecord.objects.create(uid="left-over", namespace="x", name="y", state="Added",
+                             owner_epoch=1)
+    synced(owner, nodes("n1"), [pod(f"p{i}", "n1") for i in range(5)])
+    flushed(owner, writer)
+    assert PodRecord.objects.count() == 2 + 1        # two rows, and nothing pruned yet
+    flushed(owner, writer)
+    flushed(owner, writer)
+    assert PodRecord.objects.count() == 5            # all rows written, then the prune
+    assert not PodRecord.objects.filter(uid="left-over").exists()
+
+
+def test_a_flush_is_published_only_once_its_rows_are_written(writer):
+    """Pages re-render from the read model when they hear of a flush: by then the rows
+    and the transitions it announces must be in the database."""
+    seen = []
+
+    class Recorder:
+        def publish(self, events, status):
+            seen.append((events, set(Transition.objects.values_list("seq", flat=True)),
+                         set(PodRecord.objects.values_list("name", flat=True))))
+
+    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
+                       publisher=Recorder(), seq_base=100, epoch=7, clock=Clock())
+    synced(owner, nodes("n1"), [pod("a", "n1")])
+    flushed(owner, writer)
+    events, written_seqs, written_pods = seen[-1]
+    announced = {event["seq"] for event in events if event["kind"] != "snapshot_updated"}
+    assert announced and announced <= written_seqs
+    assert "a" in written_pods
+
+
+def test_a_new_leader_is_the_first_event_of_its_history(owner, writer):
+    """The handover shows in the events: numbered right after the previous owner's last
+    (seq_base 100), ahead of the cache's own events, which move up one."""
+    owner.note_leader("owner-b")
+    synced(owner, nodes("n1"), [])
+    flushed(owner, writer)
+    rows = list(Transition.objects.order_by("seq").values("seq", "kind", "key", "cause", "actor"))
+    assert rows[0] == {"seq": 101, "kind": "owner_leading", "key": "owner-b", "cause": "owner",
+                       "actor": "owner-b"}
+    assert rows[1]["seq"] == 102 and rows[1]["kind"] == "node_added"
+    assert owner.status()["seq"] == rows[-1]["seq"]
+
+
+def test_pending_forgotten_and_expired_pods_keep_their_requests(owner, writer):
+    """The 64-GPU job shows what it asks for while it waits, and a pod that left the
+    cache still says what it asked for."""
+    job = pod("gpu-job", requests={"cpu": "1", "memory": "4Gi", "nvidia.com/gpu": "64"})
+    small = pod("small", requests={"cpu": "250m", "memory": "256Mi"})
+    synced(owner, nodes("n1"), [job, small])
+    command(owner, "assume", {"uid": uid(small), "node": "n1"}, "tool")
+    command(owner, "forget", {"uid": uid(small), "strict": True}, "bob")
+    flushed(owner, writer)
+    rows = {r.name: r for r in PodRecord.objects.all()}
+    assert (rows["gpu-job"].state, rows["gpu-job"].milli_cpu, rows["gpu-job"].memory,
+            rows["gpu-job"].scalar_resources) == ("Pending", 1000, 4 << 30,
+                                                  {"nvidia.com/gpu": 64})
+    assert (rows["small"].state, rows["small"].milli_cpu, rows["small"].memory) == (
+        "Forgotten", 250, 256 << 20)
+
+
+def test_node_rows_carry_labels_taints_conditions_and_utilisation(owner, writer):
+    gpu_node = make_node("g1", gpus=8, taints=[{"key": "gpu", "value": "yes",
+                                                 "effect": "NoSchedule"}], labels={"pool": "a"})
+    busy = pod("busy", "g1", requests={"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"})
+    synced(owner, [gpu_node, *nodes("n1")], [busy])
+    flushed(owner, writer)
+    g1, n1 = NodeRecord.objects.get(name="g1"), NodeRecord.objects.get(name="n1")
+    assert g1.labels["pool"] == "a" and g1.taints == [
+        {"key": "gpu", "value": "yes", "effect": "NoSchedule"}]
+    assert {c["type"] for c in g1.conditions} >= {"Ready"} and not g1.unschedulable
+    assert g1.cpu_percent == round(100 * 8000 / g1.allocatable["milli_cpu"], 1)
+    assert g1.memory_percent == round(100 * (32 << 30) / g1.allocatable["memory"], 1)
+    assert g1.gpu_percent == 25.0
+    assert (n1.cpu_percent, n1.gpu_percent) == (0.0, None)    # no GPUs: no GPU use

@@ -1,0 +1,148 @@
+"""The writer thread: a writer that fell behind writes what queued as one transaction,
+in order (later rows win, deletes included), and still runs every batch's `then`; a
+database outage is waited out, and nothing submitted meanwhile is lost."""
+import threading
+
+import pytest
+from django.db import OperationalError
+from redis.backoff import ExponentialWithJitterBackoff
+
+from dashboard.models import PodRecord, Transition
+from dashboard.owner import projection
+from dashboard.owner.projection import Batch, ProjectionWriter
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def row(name, state, seq):
+    return {"namespace": "team", "name": name, "node": "n1", "zone": "", "state": state,
+            "binding_finished": False, "assumed_at": None, "deadline": None, "phase": "Running",
+            "resource_version": str(seq), "labels": {}, "milli_cpu": 0, "memory": 0,
+            "scalar_resources": {}, "priority": 0, "seq": seq, "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}
+
+
+def transition(seq, key):
+    return {"seq": seq, "at": "2026-11-22T10:00:00Z", "kind": "pod_added", "key": key,
+            "namespace": "team", "name": key, "node": "n1", "from_state": "Initial",
+            "to_state": "Added", "cause": "watch", "actor": "", "generation": seq}
+
+
+@pytest.fixture
+def writes(monkeypatch):
+    """The batches the writer commits, one entry a transaction."""
+    committed = []
+    original = projection.write
+
+    def write(batch):
+        committed.append((sorted(batch.pods), len(batch.transitions)))
+        original(batch)
+    monkeypatch.setattr(projection, "write", write)
+    return committed
+
+
+def test_a_writer_behind_writes_the_queue_as_one_transaction(writes):
+    writer = ProjectionWriter().start()
+    held, release, order = threading.Event(), threading.Event(), []
+
+    def hold():   # keeps the writer busy after the first batch while three more queue up
+        held.set()
+        release.wait(10)
+    try:
+        writer.submit(Batch(pods={"a": row("a", "Assumed", 1)},
+                            transitions=[transition(1, "a")]), then=hold)
+        assert held.wait(10)
+        writer.submit(Batch(pods={"a": row("a", "Added", 2), "b": row("b", "Added", 2)},
+                            transitions=[transition(2, "a"), transition(3, "b")]),
+                      then=lambda: order.append(2))
+        writer.submit(Batch(pods={"b": None}), then=lambda: order.append(3))
+        writer.submit(Batch(pods={"c": row("c", "Added", 4)}, transitions=[transition(4, "c")]),
+                      then=lambda: order.append(4))
+        assert writer.unwritten() == 4     # the first counts once its `then` has run
+        release.set()
+        assert writer.wait_idle(10)
+        assert writer.unwritten() == 0
+    finally:
+        writer.close()
+    assert writes == [(["a"], 1), (["a", "b", "c"], 3)]
+    assert order == [2, 3, 4]
+    assert dict(PodRecord.objects.values_list("uid", "state")) == {"a": "Added", "c": "Added"}
+    assert sorted(Transition.objects.values_list("seq", flat=True)) == [1, 2, 3, 4]
+    assert (writer.written, writer.failed) == (4, 0)
+
+
+def test_closing_behind_queued_batches_writes_them_first(writes):
+    writer = ProjectionWriter().start()
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        held.set()
+        release.wait(10)
+    writer.submit(Batch(pods={"a": row("a", "Added", 1)}), then=hold)
+    assert held.wait(10)
+    writer.submit(Batch(pods={"b": row("b", "Added", 2)}))
+    closing = threading.Thread(target=writer.close)
+    closing.start()
+    release.set()
+    closing.join(20)
+    assert writes == [(["a"], 0), (["b"], 0)]
+    assert sorted(PodRecord.objects.values_list("uid", flat=True)) == ["a", "b"]
+
+
+def test_rows_read_back_as_written_json_times_and_nulls_included():
+    from datetime import datetime, timezone
+
+    from dashboard.models import NodeRecord
+    pod = dict(row("a", "Assumed", 7), labels={"app": "web", "tier": "1"}, deadline=12.5,
+               binding_finished=True, milli_cpu=2 ** 40)
+    node = {"zone": "z1", "tree_index": 3, "has_node": True, "generation": 9, "pods": 1,
+            "requested": {"milli_cpu": 100}, "non_zero_requested": {"milli_cpu": 100},
+            "allocatable": {"milli_cpu": 4000, "pods": 110}, "host_ports": [["TCP", 80]],
+            "images": 2, "labels": {"zone": "z1"}, "taints": [], "conditions": [],
+            "unschedulable": False, "cpu_percent": 2.5, "memory_percent": None,
+            "gpu_percent": None, "changed_at": "2026-11-22T10:00:01Z", "owner_epoch": 1}
+    projection.write(Batch(pods={"a": pod, "b": row("b", "Added", 8)}, nodes={"n1": node},
+                           transitions=[transition(7, "a")]))
+    a = PodRecord.objects.get(uid="a")
+    assert (a.labels, a.deadline, a.binding_finished, a.milli_cpu) == (
+        {"app": "web", "tier": "1"}, 12.5, True, 2 ** 40)
+    assert a.changed_at == datetime(2026, 11, 22, 10, tzinfo=timezone.utc)
+    assert PodRecord.objects.get(uid="b").deadline is None
+    n1 = NodeRecord.objects.get(name="n1")
+    assert (n1.allocatable, n1.host_ports, n1.tree_index) == (
+        {"milli_cpu": 4000, "pods": 110}, [["TCP", 80]], 3)
+    assert Transition.objects.get(seq=7).key == "a"
+    projection.write(Batch(pods={"a": dict(pod, labels={}, state="Added")},
+                           transitions=[transition(7, "again")]))   # upsert; a seq once
+    assert (PodRecord.objects.get(uid="a").state, Transition.objects.get(seq=7).key) == (
+        "Added", "a")
+
+
+def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(monkeypatch):
+    original, down, tries = projection.write, threading.Event(), []
+
+    def write(batch):
+        tries.append(len(batch.transitions))
+        if down.is_set():
+            raise OperationalError("connection refused (test)")
+        original(batch)
+    monkeypatch.setattr(projection, "write", write)
+    down.set()
+    writer = ProjectionWriter(backoff=ExponentialWithJitterBackoff(cap=0.02, base=0.005)).start()
+    order = []
+    try:
+        writer.submit(Batch(pods={"a": row("a", "Added", 1)}, transitions=[transition(1, "a")]),
+                      then=lambda: order.append(1))
+        wait_for(lambda: len(tries) > projection.ATTEMPTS, 10,   # more than other failures get
+                 "the writer's tries")
+        writer.submit(Batch(pods={"b": row("b", "Added", 2)}, transitions=[transition(2, "b")]),
+                      then=lambda: order.append(2))
+        assert writer.unwritten() == 2
+        down.clear()
+        assert writer.wait_idle(10)
+    finally:
+        writer.close()
+    assert order == [1, 2] and (writer.written, writer.failed) == (2, 0)
+    assert tries[-1] == 2                              # the later batch went with the first
+    assert sorted(Transition.objects.values_list("seq", flat=True)) == [1, 2]
+    assert sorted(PodRecord.objects.values_list("uid", flat=True)) == ["a", "b"]

@@ -1,0 +1,53 @@
+"""The pods pages' tests: a real cache owner serving commands over the run's Redis."""
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from schedcache import Cache
+from simcluster.generate import make_node, make_pod
+
+from dashboard.owner.commands import CommandServer
+from dashboard.owner.owner import CacheOwner
+from dashboard.owner.projection import ProjectionWriter
+from dashboard.wire.clients import redis_client
+from dashboard.wire.keys import OWNER_COMMANDS
+from tests.decoded_feed import synced_items
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))   # livestack.wait_for
+
+
+@pytest.fixture
+def real_owner(redis_url, transactional_db):
+    """A CacheOwner with a node n1, an assumed pod "web" (500m, 256Mi) and an added pod
+    "db" on it, its rows written; then serving commands from Redis in a thread (as
+    `manage.py watch` does, without the reflectors). Yields (owner, {name: uid})."""
+    redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
+    writer = ProjectionWriter().start()
+    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
+                       seq_base=0, epoch=1)
+    web = make_pod("web", requests={"cpu": "500m", "memory": "256Mi"})
+    db = make_pod("db", node_name="n1", requests={"cpu": "1", "memory": "1Gi"})
+    for item in synced_items([make_node("n1")], [web, db]):
+        owner.apply(item)
+    uids = {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in (web, db)}
+    owner.commands.handlers["assume"]({"uid": uids["web"], "node": "n1"}, "scheduler")
+    owner.flush()
+    assert writer.wait_idle(timeout=30)
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            owner.commands.serve(timeout=0.05)
+            owner.flush()
+    thread = threading.Thread(target=serve, name="test-owner")
+    thread.start()
+    try:
+        yield owner, uids
+    finally:
+        stop.set()
+        thread.join(10)
+        writer.close()
+        redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)

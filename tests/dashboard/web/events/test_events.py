@@ -1,0 +1,139 @@
+"""The events page: transitions from the history, newest first, filtered by kind, namespace,
+node and cause; a filter that can match nothing is refused with a 400 page."""
+from html import unescape
+
+import pytest
+from django.http import QueryDict
+
+from dashboard.models import Transition
+from dashboard.web.events import reads as event_reads
+from tests.dashboard.web.nodes.nodepages import event, get, transition
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _redis(redis_url):
+    """The page's header reads the owner's status from Redis."""
+
+
+def seqs(html):
+    return [int(part.split('"')[0]) for part in html.split('<tr id="event-')[1:]]
+
+
+def some_history():
+    transition(1, "pod_assumed", namespace="web", node="n1", cause="operator", actor="alice",
+               from_state="Initial", to_state="Assumed")
+    transition(2, "pod_binding_finished", namespace="web", node="n1", cause="bind",
+               from_state="Assumed", to_state="Assumed")
+    transition(3, "pod_added", namespace="batch", node="n2")
+    transition(4, "node_updated", key="n2", namespace="", name="n2", node="",
+               from_state="", to_state="")
+    transition(5, "pod_expired", namespace="web", node="n2", cause="reaper",
+               from_state="Assumed", to_state="Expired")
+
+
+def test_the_stream_is_newest_first_with_links_and_a_cursor(viewer_client):
+    some_history()
+    response, html = get(viewer_client, "/events/")
+    assert seqs(html) == [5, 4, 3, 2, 1]
+    assert response.context["events"].cursor == 5
+    assert 'data-seq="5"' in html and 'ws-connect="/ws/events/"' in html
+    first = html.split('<tr id="event-1"')[1].split("</tr>")[0]
+    assert '<a href="/pods/uid-1/">web/pod-1</a>' in first
+    assert "Initial → Assumed" in first and "operator" in first and "alice" in first
+    assert '<a href="/nodes/n2/">n2</a>' in html.split('<tr id="event-4"')[1].split("</tr>")[0]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("kind=pod_expired", [5]),
+    ("namespace=web", [5, 2, 1]),
+    ("node=n1", [2, 1]),
+    ("node=n2", [5, 4, 3]),             # its pods' events and its own
+    ("cause=bind", [2]),
+    ("namespace=web&node=n2", [5]),
+    ("namespace=web&cause=watch", []),
+])
+def test_filters_narrow_the_stream_and_the_socket(viewer_client, query, expected):
+    some_history()
+    _, html = get(viewer_client, f"/events/?{query}")
+    assert seqs(html) == expected
+    assert f'ws-connect="/ws/events/?{query}"'.replace("&", "&amp;") in html
+    if not expected:
+        assert "No matching events yet." in html
+
+
+@pytest.mark.parametrize("query, says", [
+    ("kind=pod_exploded", "unknown kind 'pod_exploded'"),
+    ("cause=gremlins", "unknown cause 'gremlins'"),
+    ("namespace=Not_A_Namespace", "is not a namespace name"),
+    ("node=" + "x" * 300, "is not a node name"),
+])
+def test_a_filter_that_can_match_nothing_is_refused(viewer_client, query, says):
+    some_history()
+    _, html = get(viewer_client, f"/events/?{query}", status=400)
+    assert says in unescape(html) and 'class="error"' in html
+    assert "ws-connect=\"/ws/events/" not in html and "<tr id=\"event-" not in html
+
+
+def test_the_page_shows_the_newest_hundred(viewer_client, monkeypatch):
+    monkeypatch.setattr(event_reads, "EVENTS_SHOWN", 3)
+    for seq in range(1, 8):
+        transition(seq)
+    assert seqs(get(viewer_client, "/events/")[1]) == [7, 6, 5]
+
+
+def test_an_htmx_filter_gets_the_section_alone(viewer_client):
+    some_history()
+    _, whole = get(viewer_client, "/events/?cause=bind")
+    _, fragment = get(viewer_client, "/events/?cause=bind", HTTP_HX_REQUEST="true")
+    assert fragment.strip().startswith('<section id="event-list"')
+    assert fragment.strip() in whole
+
+
+def test_the_filter_agrees_with_itself_in_sql_and_on_pushed_events():
+    """The page filters the history in SQL, the socket filters pushed events in Python."""
+    some_history()
+    pushed = {row.seq: row for row in Transition.objects.all()}
+    for query in ["", "kind=pod_added", "namespace=web", "node=n2", "node=n2&kind=node_updated",
+                  "cause=reaper",
+                  "namespace=web&node=n1&cause=operator"]:
+        event_filter = event_reads.EventFilter.from_query(QueryDict(query))
+        in_sql = sorted(event_filter.apply(Transition.objects.all()).values_list("seq", flat=True))
+        in_python = [seq for seq, row in sorted(pushed.items()) if event_filter.matches(
+            event(seq, row.kind, key=row.key, namespace=row.namespace, node=row.node,
+                  cause=row.cause))]
+        assert in_sql, query
+        assert in_sql == in_python, query
+    assert not event_reads.EventFilter().matches(event(9, "snapshot_updated"))
+
+
+def test_catching_up_returns_what_came_after_a_cursor():
+    for seq in range(1, 11):
+        transition(seq, namespace="web" if seq % 2 else "batch")
+    web = event_reads.EventFilter(namespace="web")
+    rows, top, more = event_reads.events_between(web, 4)
+    assert ([r.seq for r in rows], top, more) == ([5, 7, 9], 10, False)
+    rows, top, more = event_reads.events_between(web, 0, limit=2)
+    assert ([r.seq for r in rows], more) == ([1, 3], True)
+    rows, top, _ = event_reads.events_between(web, 4, before=8)
+    assert ([r.seq for r in rows], top) == ([5, 7], 7)
+
+
+def test_an_owner_taking_over_is_an_event_of_its_own(viewer_client):
+    some_history()
+    transition(6, "owner_leading", key="owner-b", namespace="", name="owner-b", node="",
+               cause="owner", actor="owner-b", from_state="", to_state="")
+    _, html = get(viewer_client, "/events/?kind=owner_leading")
+    assert seqs(html) == [6]
+    row = html.split('<tr id="event-6"')[1].split("</tr>")[0]
+    assert "owner-b" in row and "/nodes/owner-b/" not in row and "/pods/" not in row
+
+
+def test_a_forget_is_named_as_the_pods_timeline_names_it(viewer_client):
+    transition(1, "pod_forgotten", key="uid-f", namespace="web", node="n1", cause="bind",
+               from_state="Assumed", to_state="Initial")
+    _, events = get(viewer_client, "/events/")
+    _, timeline = get(viewer_client, "/pods/uid-f/")
+    assert "Assumed → Forgotten" in events and "Assumed → Initial" not in events
+    assert "Assumed → Forgotten" in timeline

@@ -1,0 +1,48 @@
+"""The overview names the leading cache owner (from the lease) and, under `manage.py up`,
+the supervisor's children with their restarts."""
+import pytest
+from django.conf import settings
+
+from dashboard.owner.leader import LeaderLease
+from dashboard.runtime import supervised
+from dashboard.wire.clients import redis_client
+from dashboard.wire.keys import OWNER_LEASE, SUPERVISOR_CHILDREN
+from tests.dashboard.web.nodes.nodepages import get, squash
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def store(redis_url):
+    client = redis_client(settings.REDIS_URL)
+    client.delete(SUPERVISOR_CHILDREN, OWNER_LEASE)
+    yield client
+    client.delete(SUPERVISOR_CHILDREN, OWNER_LEASE)
+
+
+def owner_panel(html):
+    return squash(html.split('<section class="panel" id="owner-status">')[1].split("</section>")[0])
+
+
+def test_the_overview_names_the_owner_holding_the_lease(viewer_client, store):
+    assert "Leading: <strong>no owner holds the lease</strong>" in owner_panel(
+        get(viewer_client, "/")[1])
+    lock = LeaderLease(store, holder="owner-b")
+    assert lock.try_acquire()
+    assert "Leading: <strong>owner-b</strong>" in owner_panel(get(viewer_client, "/")[1])
+
+
+def test_the_overview_lists_the_supervised_processes_and_their_restarts(viewer_client, store):
+    assert 'id="processes"' not in get(viewer_client, "/")[1]     # outside `manage.py up`
+    supervised.publish(store, [
+        {"name": "owner-a", "pid": 41, "started": 1.0e9, "restarts": 0, "last_restart": None,
+         "last_exit": None},
+        {"name": "worker", "pid": 52, "started": 1.0e9, "restarts": 2,
+         "last_restart": 1.7e9, "last_exit": -9}])
+    response, html = get(viewer_client, "/")
+    children = response.context["overview"].processes.children
+    assert [(c.name, c.pid, c.restarts, c.last_exit) for c in children] == [
+        ("owner-a", 41, 0, None), ("worker", 52, 2, -9)]
+    panel = squash(html.split('<section class="panel" id="processes">')[1].split("</section>")[0])
+    assert "<td>owner-a</td><td>41</td><td>0</td> <td>–</td>" in panel
+    assert "<td>worker</td><td>52</td><td>2</td> <td>" in panel and "(exit code -9)" in panel

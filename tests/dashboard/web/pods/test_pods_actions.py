@@ -1,0 +1,66 @@
+"""Acting from a pod's page against a real cache owner over the run's Redis: the
+confirmation changes nothing, confirming does it and is audited, and the state machine's
+refusal comes back as a clear message with nothing changed."""
+import re
+
+import pytest
+
+from dashboard.models import AuditAction, PodRecord
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def record_state(uid):
+    return PodRecord.objects.get(uid=uid).state
+
+
+def test_an_operator_forgets_an_assumed_pod_after_confirming(real_owner, operator_client):
+    owner, uids = real_owner
+    uid = uids["web"]
+    page = operator_client.get(f"/pods/{uid}/").content.decode()
+    assert 'data-state="Assumed"' in page and 'value="forget"' in page
+
+    asked = operator_client.post(f"/pods/{uid}/forget/", {"action": "forget"})
+    html = asked.content.decode()
+    assert asked.status_code == 200 and 'id="confirm"' in html
+    assert re.search(r'Pods</th><td class="num">2</td><td class="num">1</td>', html)
+    assert re.search(r'Requested CPU</th><td class="num">1.5 cores</td><td class="num">1 core</td>',
+                     html)
+    assert owner.cache.pod_state({"metadata": {"uid": uid}}) == "Assumed"
+    assert not AuditAction.objects.exists()
+
+    done = operator_client.post(f"/pods/{uid}/forget/", {"action": "forget", "confirm": "yes"})
+    assert done.status_code == 302 and done["Location"] == f"/pods/{uid}/?done=forget"
+    [audit] = AuditAction.objects.all()
+    assert (audit.actor, audit.action, audit.target, audit.ok) == ("operator", "forget", uid, True)
+    wait_for(lambda: record_state(uid) == "Forgotten", 20, "the forgotten pod's row")
+    page = operator_client.get(done["Location"]).content.decode()
+    assert "Forget: done." in page and 'data-state="Forgotten"' in page
+    assert re.search(r"<th scope=\"row\">forgotten</th>\s*<td>Assumed → Forgotten</td>\s*"
+                     r"<td>operator</td>\s*<td>operator</td>", page)
+
+
+def test_expire_now_expires_the_pod(real_owner, operator_client):
+    _, uids = real_owner
+    uid = uids["web"]
+    done = operator_client.post(f"/pods/{uid}/expire/", {"action": "expire", "confirm": "yes"})
+    assert done.status_code == 302
+    wait_for(lambda: record_state(uid) == "Expired", 20, "the expired pod's row")
+
+
+def test_the_state_machine_refuses_and_nothing_changes(real_owner, operator_client):
+    owner, uids = real_owner
+    uid = uids["db"]
+    generation = owner.cache.generation
+    response = operator_client.post(f"/pods/{uid}/forget/",
+                                    {"action": "forget", "confirm": "yes"})
+    html = response.content.decode()
+    assert response.status_code == 409
+    assert re.search(r'<p class="error" role="alert">Forget refused: [^<]+\. '
+                     r'Nothing was changed\.</p>', html)
+    assert 'data-state="Added"' in html
+    assert owner.cache.pod_state({"metadata": {"uid": uid}}) == "Added"
+    assert owner.cache.generation == generation
+    [audit] = AuditAction.objects.all()
+    assert not audit.ok and audit.details["status"] == 409

@@ -1,1 +1,0 @@
-"""The web process (daphne serving schedview.asgi): pages, live consumers, the REST API."""

@@ -1,1 +1,0 @@
-"""The Celery tasks (worker and beat: `celery -A schedview worker`), and the worker's probes."""
