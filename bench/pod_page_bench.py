@@ -82,7 +82,7 @@ def bench_heat_map(client, requests):
 
     from dashboard.models import NodeRecord
     from dashboard.web.nodes import heatmap
-    from dashboard.web.pages import heatmap_context
+    from dashboard.web.nodes.views import heatmap_context
     nodes = NodeRecord.objects.count()
 
     def moved():

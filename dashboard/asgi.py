@@ -19,20 +19,16 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from dashboard.web.live.consumers import (
-    EventsConsumer,
-    HeaderConsumer,
-    HeatMapConsumer,
-    NodeDetailConsumer,
-    NodesConsumer,
-    NoSuchSocket,
-    OverviewConsumer,
-    SnapshotConsumer,
-    ZonesConsumer,
-)
+from dashboard.web.events.consumers import EventsConsumer  # noqa: E402
+from dashboard.web.live.consumers import HeaderConsumer, NoSuchSocket  # noqa: E402
+from dashboard.web.nodes.consumers import (  # noqa: E402
+    HeatMapConsumer, NodeDetailConsumer, NodesConsumer)
+from dashboard.web.overview.consumers import OverviewConsumer  # noqa: E402
 from dashboard.web.pods.consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
-from dashboard.web.pools.consumer import PoolsConsumer  # noqa: E402
-from dashboard.web.statuses.consumer import StatusesConsumer  # noqa: E402
+from dashboard.web.pools.consumers import PoolsConsumer  # noqa: E402
+from dashboard.web.snapshot.consumers import SnapshotConsumer  # noqa: E402
+from dashboard.web.statuses.consumers import StatusesConsumer  # noqa: E402
+from dashboard.web.zones.consumers import ZonesConsumer  # noqa: E402
 
 websocket_routes = [
     path("ws/header/", HeaderConsumer.as_asgi()),

@@ -3,13 +3,17 @@ from urllib.parse import quote, unquote
 from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
-from dashboard.web import pages as views
 from dashboard.web.api import urls as api_urls
+from dashboard.web.events import views as event_views
 from dashboard.web.health import views as health_views
 from dashboard.web.login_form import LoginForm
+from dashboard.web.nodes import views as node_views
+from dashboard.web.overview import views as overview_views
 from dashboard.web.pods import views as pod_views
 from dashboard.web.pools import views as pool_views
-from dashboard.web.statuses import pages as extender_pages
+from dashboard.web.snapshot import views as snapshot_views
+from dashboard.web.statuses import views as extender_pages
+from dashboard.web.zones import views as zone_views
 
 
 class AnySegment:
@@ -40,13 +44,13 @@ urlpatterns = [
     path("metrics", health_views.metrics, name="metrics"),
     path("health/banner/", health_views.banner, name="health-banner"),
     path("health/series/", health_views.series, name="health-series"),
-    path("", views.overview, name="overview"),
-    path("nodes/", views.nodes, name="nodes"),
-    path("nodes/<str:name>/", views.node_detail, name="node-detail"),
-    path("heatmap/", views.heatmap_page, name="heatmap"),
-    path("zones/", views.zones, name="zones"),
-    path("snapshot/", views.snapshot, name="snapshot"),
-    path("events/", views.events, name="events"),
+    path("", overview_views.overview, name="overview"),
+    path("nodes/", node_views.nodes, name="nodes"),
+    path("nodes/<str:name>/", node_views.node_detail, name="node-detail"),
+    path("heatmap/", node_views.heatmap_page, name="heatmap"),
+    path("zones/", zone_views.zones, name="zones"),
+    path("snapshot/", snapshot_views.snapshot, name="snapshot"),
+    path("events/", event_views.events, name="events"),
     path("pods/", pod_views.pods, name="pods"),
     path("pods/<str:uid>/", pod_views.pod_detail, name="pod-detail"),
     path("pods/<str:uid>/<str:action>/", pod_views.pod_action, name="pod-action"),

@@ -8,7 +8,7 @@ status), and a flush with a new version redraws the browser's page of the list.
 from django.template.loader import render_to_string
 
 from . import status_reads
-from .pages import TEMPLATE, list_context
+from .views import TEMPLATE, list_context
 from dashboard.web.live.consumers import BAD_INPUT, LiveConsumer, _query
 from dashboard.wire.commands import CommandError
 

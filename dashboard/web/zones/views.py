@@ -1,0 +1,13 @@
+"""The zones page: the NodeTree's zones in tree order, with the round robin's position."""
+from django.views.decorators.http import require_GET
+
+from dashboard.readmodel import read_model
+from dashboard.web.nodes import reads as node_reads
+from dashboard.web.pages import render_page
+
+
+@require_GET
+def zones(request):
+    owner = read_model.owner_status()
+    return render_page(request, "dashboard/zones.html", "zone-groups",
+                   {"tree": node_reads.zones(owner), "owner": owner})
