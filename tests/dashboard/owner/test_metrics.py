@@ -220,8 +220,8 @@ import multiprocessing, os, sys
 import django
 django.setup()
 from prometheus_client import generate_latest
-from common import binding_metrics
-from worker import worker_probes
+from dashboard.kube import binding_metrics
+from dashboard.worker import worker_probes
 
 def bind(outcome):
     binding_metrics.observe(outcome, 0.02)
