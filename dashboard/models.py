@@ -11,6 +11,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+# What acting on pods (forget, expire, assume, claim) needs: AuditAction.Meta declares it.
+ACT_PERMISSION = "dashboard.act_on_pods"
+
 
 class PodState(models.TextChoices):
     PENDING = "Pending", "Pending (not in the cache, not bound)"

@@ -16,6 +16,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.embedded_secret import embedded_secret_key
 from dashboard.runtime.redis_urls import redis_settings, unix_url
+from dashboard.wire.tasks import QUEUE as CELERY_QUEUE
 
 env = environ.Env()
 
@@ -335,6 +336,7 @@ if SCHEDVIEW_SCHEDULE_PERIOD > 0:
 STANDIN_QUEUE = "standin"
 CELERY_TASK_ROUTES = {"worker.tasks.schedule_pending": {"queue": STANDIN_QUEUE}}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
+CELERY_TASK_DEFAULT_QUEUE = CELERY_QUEUE
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # A task is acknowledged once it ran, and a worker that dies (SIGKILL, OOM, node loss)

@@ -9,6 +9,18 @@ from dashboard.runtime import embedded_redis
 from dashboard.runtime.redis_urls import redis_settings, unix_url
 
 
+# Folders whose every test carries a marker, so that `-m "not live and not browser"` runs
+# the fast part alone (pytest.ini describes them; other modules mark themselves).
+FOLDER_MARKERS = {"live": pytest.mark.live, "browser": pytest.mark.browser}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        folder = item.path.relative_to(item.config.rootpath).parts[1]
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
+
+
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory):
     """The Redis of this run: REDIS_URL's, else an embedded one started for the run.

@@ -24,7 +24,6 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from dashboard.celery import app as celery_app
 from dashboard.models import (
     ComparerRun,
     NodeRecord,
@@ -36,6 +35,7 @@ from dashboard.models import (
 from dashboard.runtime import supervised
 from dashboard.wire.clients import redis_client
 from dashboard.wire.keys import OWNER_STATUS
+from dashboard.wire.tasks import QUEUE as CELERY_QUEUE
 
 MIB = 1024**2
 GIB = 1024**3
@@ -225,7 +225,7 @@ def bind_queue_depth() -> int | None:
     """Tasks waiting in Celery's default queue (a Redis list on the broker): binds, and
     the reaper's and comparer's runs that share it."""
     try:
-        return redis_client(settings.REDIS_URL).llen(celery_app.conf.task_default_queue)
+        return redis_client(settings.REDIS_URL).llen(CELERY_QUEUE)
     except redis.RedisError:
         return None
 

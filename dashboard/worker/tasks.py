@@ -35,7 +35,7 @@ from dashboard.kube.binding import FINISH, FORGET, RETRY, bind_once
 from dashboard.readmodel import health
 from dashboard.standin import standin
 from dashboard.wire.tasks import BIND_POD, BIND_PODS
-from dashboard.worker import history_retention
+from dashboard.worker import history_retention, worker_probes  # noqa: F401  (its signals serve the probes)
 
 log = logging.getLogger(__name__)
 

@@ -9,6 +9,7 @@ it serves its own process's numbers only (enough for `--pool solo` or threads).
 """
 import os
 
+from celery.signals import worker_init, worker_process_shutdown
 from django.conf import settings
 from prometheus_client import REGISTRY, CollectorRegistry, multiprocess
 
@@ -24,7 +25,8 @@ def registry() -> CollectorRegistry:
     return collected
 
 
-def serve_probes() -> ProbeServer | None:
+@worker_init.connect
+def serve_probes(**_) -> ProbeServer | None:
     """In the worker's main process, when SCHEDVIEW_PROBE_ADDRESS is set. Live while the
     process serves; ready when the broker (Redis) answers."""
     if not settings.SCHEDVIEW_PROBE_ADDRESS:
@@ -34,7 +36,8 @@ def serve_probes() -> ProbeServer | None:
                        registry()).start()
 
 
-def child_exited(pid: int) -> None:
+@worker_process_shutdown.connect
+def child_exited(pid=None, **_) -> None:
     """A child's gauges (none yet) would otherwise count forever; its counters stay."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        multiprocess.mark_process_dead(pid)
+        multiprocess.mark_process_dead(pid or os.getpid())

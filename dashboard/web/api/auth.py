@@ -11,10 +11,9 @@ from django.http import JsonResponse
 from django.utils import timezone
 from ninja.security import HttpBearer, SessionAuth
 
-from dashboard.models import ApiToken
+from dashboard.models import ACT_PERMISSION, ApiToken
 from dashboard.web.api.errors import UNAUTHENTICATED, ApiError
 
-ACT_PERMISSION = "dashboard.act_on_pods"
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 

@@ -1,7 +1,7 @@
 """Who the API thinks is calling: lets a tool check its token before it acts."""
 from ninja import Router, Schema
 
-from dashboard.web.api.auth import ACT_PERMISSION
+from dashboard.models import ACT_PERMISSION
 from dashboard.web.api.schemas import AUTH_ERRORS
 
 router = Router(tags=["auth"])

@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.readmodel import read_model
-from dashboard.web.api.auth import ACT_PERMISSION
+from dashboard.models import ACT_PERMISSION
 from dashboard.web.pages import render_page
 from dashboard.web.pods import actions
 from dashboard.web.pods.action_preview import preview
