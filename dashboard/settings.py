@@ -110,6 +110,10 @@ CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
     "frame-ancestors": [NONE],
 }}
 
+# Argon2id (dashboard/accounts.py); PBKDF2 verifies older hashes, rehashed at their next login.
+PASSWORD_HASHERS = ["dashboard.accounts.Argon2idHasher",
+                    "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+
 # --- login throttling (django-axes) ---------------------------------------------------------
 # Axes' backend first: it refuses a locked-out username and address before any password is
 # checked. A username is locked from one address after SCHEDVIEW_LOGIN_FAILURES wrong
@@ -160,11 +164,15 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'schedview.sqlite3'}"),
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several processes write (the owner's batches, the web's audit): wait for the lock,
-    # and let readers and the writer work at once. Tests put their database in a file,
-    # so the processes they start share it.
+    # Several processes write (the owner's batches, the web's sessions and audit): readers
+    # and the writer work at once (WAL), a writer waits for the lock (timeout), and every
+    # transaction takes the write lock when it begins (IMMEDIATE). A deferred one that read
+    # first and wrote later got "database is locked" at once, without waiting, whenever
+    # another process had written in between: a login's 503. synchronous=NORMAL: a commit
+    # does not wait for the disk (WAL stays consistent; a power cut may lose the last ones).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"})
+        {"timeout": 30, "transaction_mode": "IMMEDIATE",
+         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
     DATABASES["default"]["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"schedview-test-{os.getpid()}.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":

@@ -10,7 +10,6 @@ SIGTERM) stops them all, and only a child that keeps failing right after its
 start ends the command, naming it.
 """
 import os
-import secrets
 import signal
 import sys
 import time
@@ -21,6 +20,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from dashboard import accounts
 from dashboard.kube import client as kube
 from dashboard.launcher import demo_scenes
 from dashboard.runtime import embedded_redis, supervised
@@ -86,22 +86,21 @@ def configure_simulated_cluster(kubeconfig):
 
 
 def first_login(var_dir) -> str:
-    """The login to print: on a database without users, make `operator` (may act on pods)
-    with a random password kept in var/operator-password, readable by this user only."""
+    """The login to print: on a database without users, make `operator` (the operator role:
+    may act on pods) with a random password kept in var/operator-password, readable by
+    this user only."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
 
     users = get_user_model().objects
     password_file = var_dir / "operator-password"
     if not users.exists():
-        password = secrets.token_urlsafe(12)
-        operator = users.create_user("operator", password=password)
-        operator.user_permissions.add(Permission.objects.get(codename="act_on_pods"))
+        _, password = accounts.create_user("operator", accounts.OPERATOR)
         password_file.write_text(password + "\n")
         password_file.chmod(0o600)
     if password_file.exists() and users.filter(username="operator").exists():
         return f"log in as operator, password {password_file.read_text().strip()} ({password_file})"
-    return "log in with an existing account (manage.py createsuperuser makes one)"
+    return ("log in with an existing account (`manage.py createuser NAME --role operator` "
+            "makes one)")
 
 
 def manage(name, env, *argv) -> Child:
