@@ -79,6 +79,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A path no page serves: our 404 page, in DEBUG too (Django's lists every URL).
+    "dashboard.web.middleware.not_found.our_not_found",
     # A database that is down: a prompt 503 naming the cause, pages and API alike.
     "dashboard.web.middleware.database_down.DatabaseDownMiddleware",
     # Every page needs a login; the REST API (its own token/session auth) is marked
@@ -272,8 +274,11 @@ SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG = _pair("SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG
 SCHEDVIEW_HEALTH_STUCK_BINDS = _pair("SCHEDVIEW_HEALTH_STUCK_BINDS", [1, 10])
 # Percent of the binds ended in the last SCHEDVIEW_HEALTH_WINDOW that were forgotten.
 SCHEDVIEW_HEALTH_BIND_FAILURES = _pair("SCHEDVIEW_HEALTH_BIND_FAILURES", [10, 30])
-# Percent of a warm pool's queue capacity taken by waiting claims.
+# Percent of a warm pool's queue capacity taken by waiting claims; seconds its claims waited
+# (the 99th percentile) and percent of them that expired, over SCHEDVIEW_HEALTH_WINDOW.
 SCHEDVIEW_HEALTH_POOL_QUEUE = _pair("SCHEDVIEW_HEALTH_POOL_QUEUE", [50, 90])
+SCHEDVIEW_HEALTH_POOL_WAIT = _pair("SCHEDVIEW_HEALTH_POOL_WAIT", [1, 5])
+SCHEDVIEW_HEALTH_POOL_EXPIRED = _pair("SCHEDVIEW_HEALTH_POOL_EXPIRED", [10, 30])
 # Seconds: the window over which scheduling progress (pods assumed or bound) is looked for
 # while pending grows, and bind outcomes are counted.
 SCHEDVIEW_HEALTH_WINDOW = env.float("SCHEDVIEW_HEALTH_WINDOW", default=60.0)
