@@ -17,7 +17,7 @@ from dashboard.models import NodeRecord, SnapshotSample
 from dashboard.readmodel.read_model import ago
 
 CHART_SAMPLES = 300   # the latest samples drawn (5 minutes at one a second)
-NODES_SHOWN = 100     # in each list of nodes
+NODES_SHOWN = 20      # in each list of nodes, then "… and N more" (the whole list is on Nodes)
 
 
 @dataclass(frozen=True)
