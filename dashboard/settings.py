@@ -275,7 +275,7 @@ SCHEDVIEW_HEALTH_STUCK_BINDS = _pair("SCHEDVIEW_HEALTH_STUCK_BINDS", [1, 10])
 # Percent of the binds ended in the last SCHEDVIEW_HEALTH_WINDOW that were forgotten.
 SCHEDVIEW_HEALTH_BIND_FAILURES = _pair("SCHEDVIEW_HEALTH_BIND_FAILURES", [10, 30])
 # Percent of a warm pool's queue capacity taken by waiting claims; seconds its claims waited
-# (the 99th percentile) and percent of them that expired, over SCHEDVIEW_HEALTH_WINDOW.
+# (the 99th percentile, beyond) and percent of them that expired, over SCHEDVIEW_HEALTH_WINDOW.
 SCHEDVIEW_HEALTH_POOL_QUEUE = _pair("SCHEDVIEW_HEALTH_POOL_QUEUE", [50, 90])
 SCHEDVIEW_HEALTH_POOL_WAIT = _pair("SCHEDVIEW_HEALTH_POOL_WAIT", [1, 5])
 SCHEDVIEW_HEALTH_POOL_EXPIRED = _pair("SCHEDVIEW_HEALTH_POOL_EXPIRED", [10, 30])

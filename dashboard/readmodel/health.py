@@ -277,9 +277,11 @@ def pool_level(status: dict, thresholds: Thresholds) -> tuple[str, str]:
     recent = status.get("recent")
     if recent:
         window = window_text(recent["window"])
-        if recent["wait_p99"] is not None:
-            levels.append((graded(recent["wait_p99"], thresholds.pool_wait),
-                           f"claims waited up to {recent['wait_p99']:g} s (p99) in {window}"))
+        wait = recent["wait_p99"]   # a histogram bucket's upper bound: "at most"
+        if wait is not None:
+            warn, fail = thresholds.pool_wait
+            levels.append((FAIL if wait > fail else WARN if wait > warn else OK,
+                           f"claims waited up to {wait:g} s (p99) in {window}"))
         if recent["claims"] >= MIN_POOL_CLAIMS:
             percent = 100 * recent["expired"] / recent["claims"]
             levels.append((graded(percent, thresholds.pool_expired),

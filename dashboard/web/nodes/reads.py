@@ -88,7 +88,7 @@ class NodeRow:
     # no Ready condition), cordoned (spec.unschedulable) and its taints.
     ready: bool | None = None
     cordoned: bool = False
-    taints: tuple[str, ...] = ()   # "key=value:Effect"
+    taints: tuple[tuple[str, str, str], ...] = ()   # (key, value, effect)
 
 
 def ready_of(conditions: list) -> bool | None:
@@ -98,19 +98,14 @@ def ready_of(conditions: list) -> bool | None:
     return None
 
 
-def taint_text(taint: dict) -> str:
-    """A taint as kubectl writes it: key=value:Effect (key:Effect without a value)."""
-    value = taint.get("value")
-    return f"{taint.get('key', '')}{'=' + value if value else ''}:{taint.get('effect', '')}"
-
-
 def node_row(record: NodeRecord, assumed: int) -> NodeRow:
     rows = resources(record)
     return NodeRow(name=record.name, zone=record.zone or NO_ZONE, has_node=record.has_node,
                    cpu=rows[0][1], memory=rows[1][1], pods=rows[2][1], extended=_extended(rows),
                    assumed=assumed, generation=record.generation,
                    ready=ready_of(record.conditions), cordoned=record.unschedulable,
-                   taints=tuple(taint_text(t) for t in record.taints or ()))
+                   taints=tuple((t.get("key", ""), t.get("value") or "", t.get("effect", ""))
+                                for t in record.taints or ()))
 
 
 def _assumed_on(names) -> dict:

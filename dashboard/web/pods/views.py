@@ -7,8 +7,7 @@ consumers reuse the same pieces. Bad input gets a page that says what was wrong 
 """
 import time
 
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -164,7 +163,10 @@ def pod_action(request, uid: str, action: str):
     if action not in ACTIONS:
         return _missing(request, uid, bad_action=action)
     if not request.user.has_perm(ACT_PERMISSION):
-        raise PermissionDenied(f"{action} needs the act_on_pods permission")
+        # Answered, not raised: a refusal a viewer meets is expected, and Django logs a
+        # raised PermissionDenied with its whole traceback.
+        return render(request, "403.html", {"exception": f"{action} needs the act_on_pods "
+                                            "permission (the operator role)"}, status=403)
     history = pod_history(uid)
     if history is None:
         return _missing(request, uid)

@@ -88,10 +88,10 @@ def test_the_table_says_what_explains_a_node_and_sorts_by_assumed_pods(viewer_cl
     response, html = get(viewer_client, "/nodes/?zone=zone-a")
     rows = {row.name: row for row in response.context["nodes"].rows}
     assert (rows["a1"].ready, rows["a1"].cordoned, rows["a2"].ready) == (False, True, True)
-    assert rows["a2"].taints == ("dedicated=batch:NoSchedule",)
+    assert rows["a2"].taints == (("dedicated", "batch", "NoSchedule"),)
     assert '<span class="badge bad">NotReady</span> <span class="badge warn" ' in html
-    assert '<code class="label">dedicated=batch:NoSchedule</code>' in html
-    assert '<a href="/nodes/?zone=zone-a">zone-a</a>' in html
+    assert '<code class="label">dedicated=<wbr>batch:<wbr>NoSchedule</code>' in html
+    assert '<a href="/nodes/?zone=zone-a" title="zone-a">zone-a</a>' in html
     assert ">Extended<" not in html                        # no node of the page has any
     assert re.search(r'<th scope="col" class="num"><a href="\?zone=zone-a&amp;sort=assumed"', html)
     _, html = get(viewer_client, "/nodes/")

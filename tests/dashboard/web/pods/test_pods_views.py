@@ -234,9 +234,11 @@ def test_the_confirmation_warns_when_the_pod_is_not_assumed(operator_client):
     assert 'id="confirm"' not in html                     # nothing to confirm
 
 
-def test_acting_needs_the_permission(viewer_client):
+def test_acting_needs_the_permission(viewer_client, caplog):
     pod("a1", "Assumed", node="n1")
     refused = viewer_client.get("/pods/a1/forget/")
+    # An expected refusal: one line in the log, no traceback.
+    assert not [r for r in caplog.records if r.exc_info]
     assert refused.status_code == 403
     page = refused.content.decode()
     assert "forget needs the act_on_pods permission" in page and "Log out" in page
