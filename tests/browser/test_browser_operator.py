@@ -183,12 +183,13 @@ LONG_ZONE = "z" * 60
 
 @pytest.fixture
 def long_node(kube):
-    """A node with the longest name, a long zone and a taint, beside the stack's own."""
+    """A node with the longest name, a long zone, a taint and GPUs (the Extended column
+    shows), beside the stack's own."""
+    resources = {"cpu": "4", "memory": "8Gi", "pods": "20", "nvidia.com/gpu": "8"}
     kube.create_node({"apiVersion": "v1", "kind": "Node", "metadata": {
         "name": LONG, "labels": {"topology.kubernetes.io/zone": LONG_ZONE}},
         "spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]},
-        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "20"},
-                   "capacity": {"cpu": "4", "memory": "8Gi", "pods": "20"},
+        "status": {"allocatable": resources, "capacity": resources,
                    "conditions": [{"type": "Ready", "status": "True"}]}})
     yield LONG
     kube.delete_node(LONG)
@@ -207,6 +208,9 @@ def test_names_read_whole_at_1366_px(page, stack, long_node, screenshot_dir):
         if name.inner_text() != LONG:
             assert name.evaluate(LINES_JS) == 1, name.inner_text()
         assert row.locator("td.zone").evaluate(LINES_JS) == 1
+    expect(page.locator("#node-table thead")).to_contain_text("Extended")
+    resource = page.locator(f'tr[id="node-{LONG}"] .extended > small')
+    assert resource.inner_text() == "nvidia.com/gpu" and resource.evaluate(LINES_JS) == 1
     taint = page.locator(f'tr[id="node-{LONG}"] td.taints code')
     assert "dedicated=infra:NoSchedule" in taint.inner_text().replace("\n", "")
     assert _fits(page)
