@@ -245,3 +245,27 @@ def test_names_read_whole_at_1366_px(page, stack, long_node, screenshot_dir):
 
 def _fits(page) -> bool:
     return page.evaluate("document.documentElement.scrollWidth") <= 1366
+
+
+def test_moments_read_in_the_viewers_local_time_with_the_zone_named(browser, stack, kube,
+                                                                     signed_in):
+    """Three time formats (UTC, the browser's clock, ISO): now one, the viewer's local
+    time with its zone named, UTC on hover, on pages and in the charts alike."""
+    context = browser.new_context(storage_state=signed_in, base_url=stack.web_url,
+                                  timezone_id="Asia/Tokyo")
+    context.set_default_timeout(TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        uid = kube.list_pod_for_all_namespaces(limit=1).items[0].metadata.uid
+        page.goto(f"/pods/{uid}/")
+        moment = page.locator("table.timeline time").first
+        expect(moment).to_contain_text("GMT+9")
+        assert moment.get_attribute("title").endswith(" UTC")
+        assert moment.get_attribute("data-moment") is None      # rewritten
+        page.goto("/")
+        page.wait_for_function("() => document.querySelector('figure[data-chart=pods]')?._plot")
+        label = page.evaluate(
+            "document.querySelector('figure[data-chart=pods]')._plot.axes[0].label")
+        assert label == "time (GMT+9)"
+    finally:
+        context.close()
