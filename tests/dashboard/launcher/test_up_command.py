@@ -19,6 +19,8 @@ from tests.children import spawn
 from tests.dashboard.runtime.processes import alive, descendants
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.live
+
 BASE_DIR = Path(__file__).resolve().parents[3]
 
 

@@ -26,6 +26,8 @@ from dashboard.owner.owner import CacheOwner
 from tests.dashboard.feedhelpers import WAIT, core_api_at
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 BIND_INFO = "schedview.io/bind-info"
 
 
