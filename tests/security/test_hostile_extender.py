@@ -14,7 +14,7 @@ import pytest
 from dashboard.clients.owner_client import send
 from tests.security.hostile import STRINGS, bodies, field_bodies
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
 BUDGET = 120
 VERB_FIELDS = {"filter": ["Pod", "Nodes", "NodeNames"],

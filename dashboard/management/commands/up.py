@@ -3,8 +3,8 @@
 It starts an embedded Redis unless REDIS_URL is set, a simulated cluster
 unless SCHEDVIEW_KUBECONFIG is set, migrates the database, collects static
 files, then runs two cache owners (one leads, the other stands by and takes
-over when it dies), the pools process, a Celery worker and beat, and the web
-(daphne). The long-running parts are children of one Supervisor: one that
+over when it dies), the pools process, a Celery worker and beat, the web
+(daphne), and with the simulated cluster kube-scheduler's stand-in. The long-running parts are children of one Supervisor: one that
 dies is started again (said on the console and on the overview), Ctrl-C (or
 SIGTERM) stops them all, and only a child that keeps failing right after its
 start ends the command, naming it.
@@ -130,9 +130,12 @@ def probed(env: dict) -> tuple[dict, str]:
     return dict(env, SCHEDVIEW_PROBE_ADDRESS=address), address
 
 
-def manage(name, env, *argv) -> Child:
-    env, probe = probed(env)
-    return Child(name, [sys.executable, "manage.py", *argv], env=env, probe=probe)
+def manage(name, env, *argv, probe=False) -> Child:
+    """A `manage.py` child; `probe`: it serves /metrics on a port of its own."""
+    address = ""
+    if probe:
+        env, address = probed(env)
+    return Child(name, [sys.executable, "manage.py", *argv], env=env, probe=address)
 
 
 def celery(name, env, *argv, probe=False) -> Child:
@@ -194,17 +197,17 @@ class Command(BaseCommand):
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)
                 # Two owners: whichever takes the lease first leads, the other stands by.
-                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a"))
-                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b"))
+                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a", probe=True))
+                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b", probe=True))
                 supervisor.start(manage("pools", env, "pools", *(
-                    ("--demand", DEMO_DEMAND) if simulated else ())))
+                    ("--demand", DEMO_DEMAND) if simulated else ()), probe=True))
                 supervisor.start(celery("worker", worker_env(env, settings.VAR_DIR), "worker",
                                         probe=True))
                 # The children's setting: ours were read without the stand-in's period.
-                if float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0:
-                    supervisor.start(celery("standin", env, "worker", "-Q",
-                                            settings.STANDIN_QUEUE, "-P", "solo",
-                                            "-n", "standin@%h"))
+                # ...and it needs an extender to call.
+                if (float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0
+                        and settings.SCHEDVIEW_EXTENDER_ADDRESS):
+                    supervisor.start(manage("standin", env, "standin"))
                 supervisor.start(celery("beat", env, "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port, env))
