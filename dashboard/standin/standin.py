@@ -244,7 +244,7 @@ class StandIn:
                         "; ".join(errors[:3]), "; ..." if len(errors) > 3 else "")
         if answered:
             # The extender refused them and the owner's log said why, once: not again here.
-            log.info("%d pod(s) refused by the extender back off", len(answered))
+            log.debug("%d pod(s) refused by the extender back off", len(answered))
         return counts
 
     # --- one attempt: filters, then bind or preempt ------------------------------------
