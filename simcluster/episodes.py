@@ -54,6 +54,7 @@ class Weather:
         self._turn = 0                 # the next episode's index in `episodes`
         self._current = None           # (name, since, until, {holder: knobs to restore})
         self._next_at = None           # when the next episode begins
+        self._last = None              # (name, when it ended)
 
     # -- control -------------------------------------------------------------------------
     def update(self, episodes: list | None = None, calm: float | None = None,
@@ -94,7 +95,8 @@ class Weather:
     # -- what is on ----------------------------------------------------------------------
     def state(self) -> dict:
         """{"episodes", "calm", "length", "now": the episode on (or None), "next": the one
-        to come (or None)}; times are epoch seconds."""
+        to come (or None), "last": the one that ended last (or None)}; times are epoch
+        seconds."""
         with self._lock:
             now = None
             if self._current:
@@ -105,8 +107,12 @@ class Weather:
             if self.episodes and self._next_at is not None:
                 name = self.episodes[self._turn % len(self.episodes)]
                 coming = {"name": name, "title": EPISODES[name].title, "at": self._next_at}
+            last = None
+            if self._last:
+                name, ended = self._last
+                last = {"name": name, "title": EPISODES[name].title, "ended": ended}
             return {"episodes": list(self.episodes), "calm": self.calm, "length": self.length,
-                    "now": now, "next": coming}
+                    "now": now, "next": coming, "last": last}
 
     def step(self) -> float | None:
         """Begin or end what is due; seconds until the next change (None: none planned).
@@ -138,6 +144,7 @@ class Weather:
         if self._current:
             for holder, knobs in self._current[3].items():
                 getattr(self.cluster, holder).update(**knobs)
+            self._last = (self._current[0], min(self.clock(), self._current[2]))
             self._current = None
 
     def _start_thread(self) -> None:

@@ -401,7 +401,13 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
     checks.append(pools_check(read_pools_status(), thresholds))
     return Health(tuple(checks), now.timestamp(), owner.feed_backlog if owner.live else None,
                   owner.feed_lag if owner.live else None,
-                  injected(redis_client(settings.REDIS_URL)))
+                  injected(redis_client(settings.REDIS_URL), settle=settle_time(thresholds)))
+
+
+def settle_time(thresholds: Thresholds) -> float:
+    """Seconds after a cause ends that its warnings may still show: the bind failures and
+    pool figures over the window, drift until the comparison after the next."""
+    return thresholds.window + 2 * settings.SCHEDVIEW_COMPARE_PERIOD
 
 
 def current() -> Health:

@@ -7,6 +7,7 @@ the overview and the banner say which warnings the cluster is causing on purpose
 when that ends. Against a real cluster nothing publishes and nothing is announced.
 """
 import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -34,33 +35,41 @@ class Weather:
     next: Episode | None     # the one to come (its `since` is when)
     calm: float              # seconds of calm between episodes
     length: float            # seconds an episode lasts
+    last: Episode | None = None   # the one that ended last (its `until` is when)
+    # Whether what `last` caused may still show: warnings clear over a window after their
+    # cause ends (bind failures over the health window, drift at the next comparison).
+    settling: bool = False
 
 
 def _at(seconds) -> datetime | None:
     return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
 
 
-def parse(state: dict) -> Weather | None:
+def parse(state: dict, settle: float = 0.0, now: float | None = None) -> Weather | None:
     """A cluster's `weather` state (simcluster/episodes.py) as the pages use it; None
-    when it runs no episodes."""
+    when it runs no episodes. `settle`: seconds after an episode ends that what it caused
+    may still show."""
     if not state or not state.get("episodes"):
         return None
-    now, coming = state.get("now"), state.get("next")
+    on, coming, last = state.get("now"), state.get("next"), state.get("last")
+    now = time.time() if now is None else now
     return Weather(
-        Episode(now["name"], now["title"], now["what"], _at(now["since"]), _at(now["until"]))
-        if now else None,
+        Episode(on["name"], on["title"], on["what"], _at(on["since"]), _at(on["until"]))
+        if on else None,
         Episode(coming["name"], coming["title"], "", _at(coming["at"]), None)
         if coming else None,
-        state["calm"], state["length"])
+        state["calm"], state["length"],
+        Episode(last["name"], last["title"], "", None, _at(last["ended"])) if last else None,
+        bool(last) and now - last["ended"] < settle)
 
 
-def injected(client: redis.Redis) -> Weather | None:
+def injected(client: redis.Redis, settle: float = 0.0) -> Weather | None:
     """What `up` last published; None outside `up`, or when Redis does not answer."""
     try:
         raw = client.get(SIMCLUSTER_WEATHER)
     except redis.RedisError:
         return None
-    return parse(orjson.loads(raw)) if raw else None
+    return parse(orjson.loads(raw), settle) if raw else None
 
 
 class Announcer:

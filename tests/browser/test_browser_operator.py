@@ -145,7 +145,7 @@ def test_an_injected_episode_is_announced_and_its_warning_clears_when_it_ends(
     # The episode ends (20 s), its window passes: the announcement and the warning go.
     expect(note).to_have_count(0, timeout=60_000)
     expect(failures).to_have_count(0, timeout=60_000)
-    expect(page.locator("#injected")).to_contain_text("No fault injected now")
+    expect(page.locator("#injected")).to_contain_text("when failing binds ended")
 
 
 def _same_figure(page) -> bool:

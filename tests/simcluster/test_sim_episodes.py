@@ -51,6 +51,8 @@ def test_episodes_take_turns_with_calm_between_and_put_the_knobs_back(weather):
     clock.now = 1130.0
     assert weather.step() == 100.0
     assert cluster.faults.bind_failure_rate == 0.01 and weather.state()["now"] is None
+    assert weather.state()["last"] == {"name": "failing-binds", "title": "Failing binds",
+                                       "ended": 1130.0}
     assert weather.state()["next"]["name"] == "slow-pool"
 
     clock.now = 1230.0
