@@ -15,5 +15,5 @@ class Command(BaseCommand):
     def handle(self, username, name, **options):
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
-            raise CommandError(f"no active user named {username!r} (make one with createsuperuser)")
+            raise CommandError(f"no active user named {username!r} (make one with `manage.py createuser`)")
         self.stdout.write(ApiToken.issue(user, name)[1])
