@@ -111,8 +111,9 @@ def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
         # The owners', pools' and worker's metrics are served on loopback ports the
         # overview links to; the simulated cluster's fault episodes are announced there.
         overview = page_showing(session, f"{base}/", "Injected faults")
-        probes = dict(re.findall(r'<th scope="row">([\w-]+)</th>.*?<a href="(http://127\.0\.0\.1:\d+)'
-                                 r'/metrics">', overview, re.S))
+        probes = dict(re.findall(r'<th scope="row">([\w-]+)</th><td class="num">\d+</td>'
+                                 r'<td class="num">\d+</td>\s*<td><a href="'
+                                 r'(http://127\.0\.0\.1:\d+)/metrics">', overview))
         assert set(probes) == {"owner-a", "owner-b", "pools", "worker"}, overview
         leading = wait_for(lambda: next((name for name in ("owner-a", "owner-b")
                                          if "schedview_cache_pods" in requests.get(
