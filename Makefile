@@ -1,11 +1,13 @@
-# `make run`: the whole dashboard on the embedded default; `make test`: the whole suite.
-# Both create .venv and install requirements.txt first, again whenever it changes.
+# `make run`: the whole dashboard on the embedded default; `make test`: the import rules and
+# the whole suite; `make test-fast`: the part that starts no process, drives no browser and
+# sweeps nothing (the inner loop). Each creates .venv and installs requirements.txt first,
+# again whenever it changes.
 
 PYTHON ?= python3
 VENV := .venv
 INSTALLED := $(VENV)/.installed
 
-.PHONY: run test
+.PHONY: run test test-fast
 
 run: $(INSTALLED)
 	$(VENV)/bin/python manage.py up
@@ -13,8 +15,13 @@ run: $(INSTALLED)
 # The browser tests run in a pytest of their own: after Playwright has run in a process,
 # pytest-asyncio tests there fail. They need Debian's chromium (.ci/run installs it).
 test: $(INSTALLED)
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest --ignore=tests/browser
 	$(VENV)/bin/python -m pytest tests/browser
+
+test-fast: $(INSTALLED)
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/python -m pytest --ignore=tests/browser -m "not live and not slow"
 
 $(INSTALLED): requirements.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

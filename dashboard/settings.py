@@ -349,18 +349,10 @@ CELERY_BEAT_SCHEDULE = {
                       "schedule": SCHEDVIEW_SAMPLE_PERIOD,
                       "options": {"expires": SCHEDVIEW_SAMPLE_PERIOD * 0.9}},
 }
-# The embedded default schedules the simulated cluster's pending pods itself (a stand-in for
-# kube-scheduler driving the extender), so every state of the machine shows. Off unless set;
-# `manage.py up` sets it for its simulated cluster.
+# The embedded default schedules the simulated cluster's pending pods itself: `manage.py up`
+# runs `manage.py standin` (a stand-in for kube-scheduler driving the extender), a period
+# every this many seconds, so every state of the machine shows. 0: `up` runs no stand-in.
 SCHEDVIEW_SCHEDULE_PERIOD = env.float("SCHEDVIEW_SCHEDULE_PERIOD", default=0.0)
-if SCHEDVIEW_SCHEDULE_PERIOD > 0:
-    CELERY_BEAT_SCHEDULE["schedule-pending"] = {
-        "task": "worker.tasks.schedule_pending", "schedule": SCHEDVIEW_SCHEDULE_PERIOD,
-        "options": {"expires": SCHEDVIEW_SCHEDULE_PERIOD * 0.9}}
-# The stand-in keeps kube-scheduler's per-pod backoff in its process: one worker process
-# of its own (`celery worker -Q standin -P solo`, which `manage.py up` starts) runs it all.
-STANDIN_QUEUE = "standin"
-CELERY_TASK_ROUTES = {"worker.tasks.schedule_pending": {"queue": STANDIN_QUEUE}}
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_DEFAULT_QUEUE = CELERY_QUEUE
 CELERY_TASK_SERIALIZER = "json"

@@ -1,13 +1,12 @@
 """Fixtures for the whole suite."""
 import os
-import subprocess
 
 import pytest
 from django.test import override_settings
 
 from dashboard.runtime import embedded_redis
 from dashboard.runtime.redis_urls import redis_settings, unix_url
-
+from tests import children
 
 # Folders whose every test carries a marker, so that `-m "not live and not browser"` runs
 # the fast part alone (pytest.ini describes them; other modules mark themselves).
@@ -36,15 +35,14 @@ def redis_url(tmp_path_factory):
         return
     socket = tmp_path_factory.mktemp("redis") / "redis.sock"
     url = unix_url(socket)
-    server = subprocess.Popen(embedded_redis.command(socket))
+    server = children.spawn(embedded_redis.command(socket))
     try:
         embedded_redis.wait_until_ready(url, server)
         with override_settings(**redis_settings(url)), pytest.MonkeyPatch.context() as patch:
             patch.setenv("REDIS_URL", url)
             yield url
     finally:
-        server.terminate()
-        server.wait()
+        children.stop(server)
 
 
 @pytest.fixture

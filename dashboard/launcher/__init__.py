@@ -1,1 +1,2 @@
-"""`manage.py up`: every process of the embedded default as a supervised child."""
+"""What `manage.py up` (dashboard/management/commands/up.py) stages beyond its children: the
+demo's scenes."""

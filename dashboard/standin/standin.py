@@ -1,8 +1,7 @@
 """kube-scheduler's stand-in: the embedded default schedules through the extender.
 
-The simulated cluster has no kube-scheduler, so `manage.py up` has Celery beat run a
-period of this every SCHEDVIEW_SCHEDULE_PERIOD (`worker.tasks.schedule_pending`). It
-calls the owner's extender on its listener exactly as a kube-scheduler v1.36 configured
+The simulated cluster has no kube-scheduler, so `manage.py up` runs `manage.py standin`,
+a period of this every SCHEDVIEW_SCHEDULE_PERIOD (runner.py). It calls the owner's extender on its listener exactly as a kube-scheduler v1.36 configured
 with it does (nodeCacheCapable; verbs filter, bind and preempt; no prioritize), as the
 captures in ../shared/k8s-wire/extender/ show (scenario names below are theirs):
 
@@ -48,20 +47,16 @@ Different: attempts run one after the other, binds included, where kube-schedule
 in the background; a slow bind delays the period's later pods (never fails them).
 
 The door: the owner's listener at SCHEDVIEW_EXTENDER_ADDRESS over one kept-alive
-connection per worker process, as kube-scheduler keeps its connections (the extender
-README: "One keep-alive connection is reused for every verb and pod"). With the address
-empty there is nothing to call: the stand-in says so once and does nothing. The view,
-the queue and the door live as long as the worker process.
+connection, as kube-scheduler keeps its connections (the extender README: "One
+keep-alive connection is reused for every verb and pod").
 """
 import http.client
 import logging
-import os
 import time
 from collections import Counter
 from datetime import datetime, timezone
 
 import orjson
-from django.conf import settings
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError
 
@@ -206,7 +201,7 @@ class Outcome(Exception):
 # --- the scheduler ---------------------------------------------------------------------------
 
 class StandIn:
-    """One worker process's kube-scheduler: `period()` attempts the due pods. `api` writes
+    """The process's kube-scheduler: `period()` attempts the due pods. `api` writes
     (status, deletes) to the cluster that `view` reflects; `door` calls the extender."""
 
     def __init__(self, api, door, view: ClusterView, queue: SchedulingQueue | None = None):
@@ -498,32 +493,3 @@ def _terminating_by_preemption(pod) -> bool:
 
 def _epoch(text: str) -> float:
     return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc).timestamp()
-
-
-# --- this worker process's stand-in ---------------------------------------------------------
-
-_stand_ins = {}
-
-
-def stand_in(make_api):
-    """This process's StandIn for the current settings, kept between periods (its view's
-    watches, its queue, its kept-alive connection); None, said once, when there is no
-    extender address to call. `make_api()` gives a CoreV1Api for the configured cluster."""
-    address = settings.SCHEDVIEW_EXTENDER_ADDRESS
-    key = (os.getpid(), address, str(settings.SCHEDVIEW_KUBECONFIG),
-           settings.SCHEDVIEW_IN_CLUSTER)
-    if key in _stand_ins:
-        return _stand_ins[key]
-    for old in _stand_ins.values():
-        if old is not None:
-            old.close()
-    _stand_ins.clear()
-    if not address:
-        log.warning("SCHEDVIEW_EXTENDER_ADDRESS is empty: kube-scheduler's stand-in has no "
-                    "extender to call and schedules nothing")
-        _stand_ins[key] = None
-        return None
-    # The listener waits up to the extender timeout for the owner, then answers.
-    door = HttpDoor(address, settings.SCHEDVIEW_EXTENDER_TIMEOUT + 5.0)
-    _stand_ins[key] = found = StandIn(make_api(), door, ClusterView(make_api()).start())
-    return found

@@ -30,10 +30,8 @@ from django.conf import settings
 
 from dashboard.clients import owner_client
 from dashboard.clients.owner_client import finish_command, forget_command, settle_binds
-from dashboard.kube import client as kube
 from dashboard.kube.binding import FINISH, FORGET, RETRY, bind_once
 from dashboard.readmodel import health
-from dashboard.standin import standin
 from dashboard.wire.tasks import BIND_POD, BIND_PODS
 from dashboard.worker import history_retention, worker_probes  # noqa: F401  (its signals serve the probes)
 
@@ -163,15 +161,3 @@ def sample_health() -> str:
     saying so), the owner's one thread keeps serving kube-scheduler, and the rates come
     from the history the owner already writes."""
     return health.take_sample().level
-
-
-@shared_task(name="worker.tasks.schedule_pending", ignore_result=True)
-def schedule_pending(limit: int = 20) -> dict:
-    """The embedded default's kube-scheduler (dashboard/standin/standin.py): up to `limit` due pending
-    pods, highest priority first, through the owner's extender (its own filters, then
-    filter and bind, or preempt), each failure backing off that pod alone. Returns the
-    outcomes; nothing when SCHEDVIEW_EXTENDER_ADDRESS is empty."""
-    scheduler = standin.stand_in(kube.core_api)
-    if scheduler is None:
-        return dict.fromkeys(standin.OUTCOMES, 0)
-    return scheduler.period(limit, first_sync=standin.FIRST_SYNC)

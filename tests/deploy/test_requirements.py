@@ -9,8 +9,10 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from tests.packages import app_packages
+
 ROOT = Path(__file__).resolve().parents[2]
-APPLICATION = ("dashboard", "schedcache", "scheduling", "simcluster", "warmpool", "manage.py")
+APPLICATION = (*app_packages(), "manage.py")
 
 
 def sections() -> dict[str, set[str]]:

@@ -14,6 +14,7 @@ from django.db import connection
 from dashboard.clients.owner_client import send
 from dashboard.wire.clients import redis_client
 from dashboard.wire.commands import CommandError
+from tests.children import spawn, stop
 from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,8 +41,8 @@ class Stack:
     def start(self, name, argv, **env):
         """Start a process of the stack; `env` adds variables for this one alone."""
         log = open(self.tmp / f"{name}.log", "wb")
-        self.processes[name] = subprocess.Popen(argv, cwd=ROOT, env=dict(self.env, **env),
-                                                stdout=log, stderr=subprocess.STDOUT)
+        self.processes[name] = spawn(argv, cwd=ROOT, env=dict(self.env, **env),
+                                     stdout=log, stderr=subprocess.STDOUT)
         return self.processes[name]
 
     def owner(self, name, **env):
@@ -106,7 +107,7 @@ class Stack:
         return url
 
     def stop_all(self):
-        """Stop every process, newest first."""
+        """Stop every process, newest first; one that does not stop in time is killed."""
         for name in reversed(list(self.processes)):
             self.stop(name)
 
@@ -114,9 +115,7 @@ class Stack:
         return (self.tmp / f"{name}.log").read_text(errors="replace")
 
     def stop(self, name, sig="terminate"):
-        process = self.processes.pop(name)
-        getattr(process, sig)()
-        process.wait(timeout=30)
+        stop(self.processes.pop(name), sig)
 
 
 def child_env(tmp, redis_url, kubeconfig, **settings) -> dict:

@@ -3,13 +3,13 @@ import glob
 import os
 import pwd
 import shutil
-import signal
 import subprocess
 import tempfile
 from pathlib import Path
 
 from dashboard.runtime import embedded_redis
 from dashboard.runtime.redis_urls import unix_url
+from tests.children import spawn, stop
 from tests.live.livestack import free_port
 
 
@@ -26,14 +26,13 @@ class PrivateRedis:
     def start(self):
         argv = embedded_redis.command(self.socket) + ["--appendonly", "yes",
                                                       "--appendfsync", "always"]
-        self.process = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+        self.process = spawn(argv, stdout=subprocess.DEVNULL)
         embedded_redis.wait_until_ready(self.url, self.process)
         return self
 
     def stop(self):
         if self.process is not None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=30)
+            stop(self.process)
             self.process = None
 
 

@@ -25,7 +25,7 @@ import tests.schedcache.reference as ref
 
 # the thorough profile runs for minutes, and shrinking a failure may take up to 5 minutes:
 # lift the project's per-test timeout for these two tests
-pytestmark = pytest.mark.timeout(0 if ref.PROFILE == "thorough" else 900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(0 if ref.PROFILE == "thorough" else 900)]
 
 NODE_NAMES = ["n0", "n1", "n2", "n3"]
 UIDS = list(range(6))

@@ -35,8 +35,8 @@ def test_loads_the_default():
     assert isinstance(load_algorithm("", cache=Cache()), DefaultAlgorithm)
 
 
-@pytest.mark.parametrize("path", ["test_sched_registry.FirstNodeAlgorithm",
-                                  "test_sched_registry:FirstNodeAlgorithm"])
+@pytest.mark.parametrize("path", ["tests.scheduling.test_sched_registry.FirstNodeAlgorithm",
+                                  "tests.scheduling.test_sched_registry:FirstNodeAlgorithm"])
 def test_loads_another_class_with_its_arguments(path):
     algorithm = load_algorithm(path, cache=Cache(), greeting="hello")
     assert isinstance(algorithm, FirstNodeAlgorithm) and algorithm.greeting == "hello"
@@ -47,8 +47,8 @@ def test_loads_another_class_with_its_arguments(path):
     ("NoDots", "not a dotted path"),
     ("no_such_module_xyz.Algorithm", "cannot import module"),
     ("scheduling.algorithm.Missing", "has no attribute"),
-    ("test_sched_registry.NOT_A_CLASS", "not a class"),
-    ("test_sched_registry.NotAnAlgorithm", "lacks add_node"),
+    ("tests.scheduling.test_sched_registry.NOT_A_CLASS", "not a class"),
+    ("tests.scheduling.test_sched_registry.NotAnAlgorithm", "lacks add_node"),
 ])
 def test_refuses_bad_paths(path, message):
     with pytest.raises(AlgorithmLoadError, match=message):

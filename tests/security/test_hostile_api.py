@@ -18,7 +18,7 @@ from dashboard.web.api import api
 from tests.dashboard.owner.extender.statusworld import scheduled  # noqa: F401  (the fixture: a real owner)
 from tests.security.hostile import STRINGS, bodies, field_bodies, unchanged_state
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 BUDGET = 240          # seconds the whole sweep may take
 HUGE = b"x" * (50 * 1024 * 1024)

@@ -11,7 +11,7 @@ from dashboard.models import PodRecord
 from tests.security.hostile import MARKUP
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
 FAST = 2.0     # seconds a page may take, on a busy 2-core machine
 

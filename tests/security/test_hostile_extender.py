@@ -17,7 +17,7 @@ from dashboard.owner.extender.listener import CLIENT_DEADLINE
 from tests.security.hostile import STRINGS, bodies, field_bodies
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
 BUDGET = 120
 VERB_FIELDS = {"filter": ["Pod", "Nodes", "NodeNames"],

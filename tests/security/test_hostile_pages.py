@@ -18,7 +18,7 @@ from tests.dashboard.owner.extender.statusworld import scheduled  # noqa: F401  
 from tests.security.hostile import MARKUP, STRINGS, VALUES, bodies, unchanged_state
 from tests.security.routes import PARAMETER, private_http_routes, websocket_routes
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 BUDGET = 240                     # seconds each sweep may take
 HUGE = b"x" * (50 * 1024 * 1024)

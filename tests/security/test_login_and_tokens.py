@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from dashboard.models import ApiToken, AuditAction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
 
 def log_in(client, password, username="viewer", address="203.0.113.7"):

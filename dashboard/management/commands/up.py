@@ -3,8 +3,8 @@
 It starts an embedded Redis unless REDIS_URL is set, a simulated cluster
 unless SCHEDVIEW_KUBECONFIG is set, migrates the database, collects static
 files, then runs two cache owners (one leads, the other stands by and takes
-over when it dies), the pools process, a Celery worker and beat, and the web
-(daphne). The long-running parts are children of one Supervisor: one that
+over when it dies), the pools process, a Celery worker and beat, the web
+(daphne), and with the simulated cluster kube-scheduler's stand-in. The long-running parts are children of one Supervisor: one that
 dies is started again (said on the console and on the overview), Ctrl-C (or
 SIGTERM) stops them all, and only a child that keeps failing right after its
 start ends the command, naming it.
@@ -159,10 +159,10 @@ class Command(BaseCommand):
                     ("--demand", DEMO_DEMAND) if simulated else ())))
                 supervisor.start(celery("worker", env, "worker"))
                 # The children's setting: ours were read without the stand-in's period.
-                if float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0:
-                    supervisor.start(celery("standin", env, "worker", "-Q",
-                                            settings.STANDIN_QUEUE, "-P", "solo",
-                                            "-n", "standin@%h"))
+                # ...and it needs an extender to call.
+                if (float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0
+                        and settings.SCHEDVIEW_EXTENDER_ADDRESS):
+                    supervisor.start(manage("standin", env, "standin"))
                 supervisor.start(celery("beat", env, "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port, env))

@@ -1,0 +1,1 @@
+"""The events page: the transition history and its live stream."""

@@ -1,0 +1,1 @@
+"""Middleware: bodies too large (413), the database down (503)."""

@@ -1,0 +1,1 @@
+"""The nodes pages: the table, the heat map and one node."""

@@ -1,0 +1,1 @@
+"""The zones page."""

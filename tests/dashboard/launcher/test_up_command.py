@@ -15,8 +15,11 @@ import pytest
 import redis
 import requests
 
+from tests.children import spawn
 from tests.dashboard.runtime.processes import alive, descendants
 from tests.waiting import wait_for
+
+pytestmark = pytest.mark.live
 
 BASE_DIR = Path(__file__).resolve().parents[3]
 
@@ -29,7 +32,7 @@ def up(var_dir: Path, port: int, extender_port: int = 0) -> subprocess.Popen:
            if name not in ("REDIS_URL", "DATABASE_URL", "SCHEDVIEW_KUBECONFIG")}
     env["SCHEDVIEW_VAR_DIR"] = str(var_dir)
     env["SCHEDVIEW_EXTENDER_ADDRESS"] = f"127.0.0.1:{extender_port}" if extender_port else ""
-    return subprocess.Popen([sys.executable, "manage.py", "up", "--port", str(port),
+    return spawn([sys.executable, "manage.py", "up", "--port", str(port),
                              "--nodes", "8", "--pods", "60", "--churn", "5"],
                             cwd=BASE_DIR, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)

@@ -26,6 +26,8 @@ from dashboard.owner.owner import CacheOwner
 from tests.dashboard.feedhelpers import WAIT, core_api_at
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 BIND_INFO = "schedview.io/bind-info"
 
 
@@ -182,15 +184,14 @@ def test_a_dead_decoder_is_replaced_and_the_new_one_lists_afresh(sim, v1, decode
 def test_the_decoder_dies_with_its_owner(sim):
     """An owner killed outright (SIGKILL: nothing of it runs) leaves no decoder behind."""
     script = ("import functools, queue, sys\n"
-              "from feedhelpers import core_api_at\n"
+              "from tests.dashboard.feedhelpers import core_api_at\n"
               "from dashboard.owner.decoder import DecoderProcess\n"
               "if __name__ == '__main__':\n"
               f"    d = DecoderProcess(queue.Queue().put, functools.partial(core_api_at, {sim.url!r}))\n"
               "    d.start()\n"
               "    print(d.process.pid, flush=True)\n"
               "    sys.stdin.read()\n")
-    here = os.path.dirname(__file__)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.getcwd()]))
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
     owner = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True, env=env)
     try:

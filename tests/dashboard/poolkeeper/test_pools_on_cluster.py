@@ -16,6 +16,8 @@ from dashboard.poolkeeper.claimer import ApiClaimer
 from dashboard.poolkeeper.feed import PoolFeed, pool_reflector
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def nodes_only():

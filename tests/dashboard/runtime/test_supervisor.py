@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -130,7 +131,7 @@ def test_no_child_outlives_a_sigkilled_supervisor(tmp_path):
         supervisor.run()
     """)
     process = subprocess.Popen([sys.executable, "-c", script],
-                               cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+                               cwd=Path(__file__).resolve().parents[3])
     children = []
     try:
         wait_for(lambda: pids.exists() and pids.read_text(), what="children started")

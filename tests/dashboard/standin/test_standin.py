@@ -325,17 +325,19 @@ def test_a_refused_binding_is_an_error_and_binds_once_the_refusal_lifts(world):
     assert scheduler.period(now=NOW + 1)["bind"] == 3
 
 
-# --- the process's stand-in ---------------------------------------------------------------
+# --- the process: manage.py standin ---------------------------------------------------------
 
-def test_without_an_extender_address_it_says_so_once_and_does_nothing(settings, caplog):
-    from dashboard.worker.tasks import schedule_pending
-    settings.SCHEDVIEW_EXTENDER_ADDRESS = ""
-    made = []
-    with caplog.at_level(logging.INFO, logger="dashboard.standin.standin"):
-        assert standin.stand_in(lambda: made.append(1)) is None
-        assert schedule_pending() == dict.fromkeys(standin.OUTCOMES, 0)
-    assert made == []
-    assert caplog.text.count("no extender to call") == 1
+@pytest.mark.parametrize("options, error", [
+    ({}, "SCHEDVIEW_EXTENDER_ADDRESS is empty"),
+    ({"address": "127.0.0.1:1", "period": 0}, "must be positive"),
+    ({"address": "127.0.0.1:1", "limit": -1}, "must be positive"),
+])
+def test_the_command_refuses_to_run_without_an_extender_or_with_bad_options(settings, options,
+                                                                           error):
+    from django.core.management import CommandError, call_command
+    settings.SCHEDVIEW_EXTENDER_ADDRESS = options.pop("address", "")
+    with pytest.raises(CommandError, match=error):
+        call_command("standin", **options)
 
 
 VIEW_CLUSTER = Cluster(nodes=[node("a-1", "zone-a")],

@@ -9,7 +9,7 @@ from dashboard.wire.clients import redis_client
 from tests.dashboard.web.api.apihelpers import clear_commands, error_of, pod_record, state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 
 def assume(api, name, node="node-a"):

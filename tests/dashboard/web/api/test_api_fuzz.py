@@ -24,7 +24,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 
 from tests.dashboard.web.api.apihelpers import pod_record
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(300)]
 
 EXAMPLES = 20   # per operation and kind of input
 CONFIG = {"checks": {"not_a_server_error": {

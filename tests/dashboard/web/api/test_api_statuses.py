@@ -12,7 +12,7 @@ from django.test import Client
 from dashboard.models import ComparerRun
 from dashboard.wire.commands import CommandError
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(120)]
 
 # Routers whose every documented status is staged in this module; the others (pools,
 # statuses, extender) are staged by their own tests and checked here for 401 alone.

@@ -13,7 +13,7 @@ from dashboard.wire.live import events_message
 from tests.dashboard.web.pods.podpages import connect, pod, transition
 from tests.waiting import wait_for_async
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
 
 
 def flush(kind, key, seq):

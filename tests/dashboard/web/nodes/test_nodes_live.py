@@ -24,7 +24,7 @@ from tests.dashboard.web.nodes.nodepages import (
     socket,
 )
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(autouse=True)

@@ -23,7 +23,7 @@ from dashboard.wire.keys import EVENTS_GROUP, POOLS_GROUP, pool_claims, pool_rep
 from dashboard.wire.live import events_message, pools_changed_message
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(scope="module")

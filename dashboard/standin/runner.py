@@ -1,0 +1,45 @@
+"""The stand-in's process (`manage.py standin`): kube-scheduler's scheduling loop, in small
+steps, for a cluster that has none (the embedded default's simulated cluster).
+
+Each step is one period of `StandIn.period()`: up to `limit` due pending pods through the
+owner's extender. Between steps the loop waits `period` seconds, or less when it is told
+to stop. Its view of the cluster (the watches), its queue (each pod's backoff) and its
+kept-alive connection to the listener live as long as the process, as kube-scheduler's do.
+"""
+import logging
+import threading
+import time
+
+from dashboard.standin.standin import FIRST_SYNC, HttpDoor, StandIn
+from dashboard.standin.standin_view import ClusterView
+
+log = logging.getLogger(__name__)
+
+
+class StandInLoop:
+    """`step()` runs one period and says what happened; `run(stop)` steps until `stop` is
+    set. `make_api()` gives a CoreV1Api for the cluster; the extender is on `address`."""
+
+    def __init__(self, make_api, address: str, *, call_timeout: float, period: float,
+                 limit: int = 20):
+        self.period, self.limit = period, limit
+        door = HttpDoor(address, call_timeout)
+        self.scheduler = StandIn(make_api(), door, ClusterView(make_api()))
+        self.started = time.monotonic()
+
+    def step(self, now: float | None = None) -> dict:
+        """One period: the outcomes' counts (all zero while the first lists are not in,
+        waiting for them at most what is left of FIRST_SYNC)."""
+        first_sync = max(0.0, FIRST_SYNC - (time.monotonic() - self.started))
+        return self.scheduler.period(self.limit, now=now, first_sync=first_sync)
+
+    def run(self, stop: threading.Event) -> None:
+        self.scheduler.view.start()
+        try:
+            while not stop.is_set():
+                counts = self.step()
+                if any(counts.values()):
+                    log.info("period: %s", ", ".join(f"{k} {v}" for k, v in counts.items() if v))
+                stop.wait(self.period)
+        finally:
+            self.scheduler.close()
