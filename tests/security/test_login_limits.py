@@ -9,7 +9,7 @@ from axes.models import AccessAttempt
 from django.test import Client
 from django.utils import timezone
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]   # dozens of logins a test
 
 INGRESS = "10.42.0.7"          # a pod of the ingress controller
 

@@ -336,6 +336,7 @@ def trickle(sock, data: bytes, pace: float, stop: threading.Event) -> float:
     return time.monotonic() - began
 
 
+@pytest.mark.slow   # waits out a deadline, by design
 @pytest.mark.parametrize("what", ["headers", "body"])
 def test_a_request_sent_a_byte_at_a_time_is_cut_off_at_the_deadline(owner, listen,
                                                                    monkeypatch, what):
@@ -368,6 +369,7 @@ def test_a_request_sent_a_byte_at_a_time_is_cut_off_at_the_deadline(owner, liste
     assert post(connect(listener), "filter", filter_args(owner.pod("web"), nodes))[0] == 200
 
 
+@pytest.mark.slow   # waits out a deadline, by design
 def test_an_answer_the_client_does_not_take_is_given_up_at_the_deadline(owner, listen,
                                                                        monkeypatch):
     """A client that sends a call whose answer is large (whole Nodes, echoed) and then
@@ -413,6 +415,7 @@ def test_an_address_holds_at_most_its_share_of_connections(owner, listen):
             sock.close()
 
 
+@pytest.mark.slow   # waits out a deadline, by design
 def test_150_trickling_connections_do_not_stall_kube_schedulers_calls(owner, listen,
                                                                      monkeypatch):
     """The issue's attack on a listener of 16 workers, 8 an address (the real one's 128
@@ -562,6 +565,7 @@ def client_hello() -> bytes:
     return outgoing.read()
 
 
+@pytest.mark.slow   # waits out a deadline, by design
 def test_a_handshake_sent_a_byte_at_a_time_is_cut_off_at_the_deadline(world, listen_tls,
                                                                      monkeypatch):
     monkeypatch.setattr(listener_module, "CLIENT_DEADLINE", 1.0)
