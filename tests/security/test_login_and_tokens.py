@@ -203,3 +203,28 @@ def test_a_username_no_account_can_have_is_refused_by_the_form(client, viewer):
     assert "do not match" in response.content.decode()
     from axes.models import AccessAttempt
     assert not AccessAttempt.objects.exists()    # never reached authentication
+
+
+@pytest.mark.django_db(transaction=True)
+def test_tokens_made_before_the_stamps_keep_working_until_the_password_changes(operator):
+    """Migration 0010 stamps every existing token with its user's password of then."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+    before, after = [("dashboard", "0009_health_sample_feed_lag")], [
+        ("dashboard", "0010_api_token_expiry_and_password_stamp")]
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        old = executor.loader.project_state(before).apps.get_model("dashboard", "ApiToken")
+        token = ApiToken.PREFIX + "made-before-stamps"
+        old.objects.create(user_id=operator.pk, name="old", digest=ApiToken.digest_of(token))
+        executor = MigrationExecutor(connection)
+        executor.migrate(after)
+    finally:   # the tests after this one need every migration, later ones included
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    tool = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert tool.get("/api/v1/me").status_code == 200
+    operator.set_password("another")
+    operator.save()
+    assert tool.get("/api/v1/me").status_code == 401
