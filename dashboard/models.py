@@ -9,6 +9,8 @@ import secrets
 
 from django.conf import settings
 from django.db import models
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 from django.utils import timezone
 
 # What acting on pods (forget, expire, assume, claim) needs: AuditAction.Meta declares it.
@@ -166,11 +168,22 @@ class SnapshotSample(models.Model):
     changed_nodes = models.JSONField(default=list)  # most recently changed first
 
 
+def password_stamp(user) -> str:
+    """A digest of the user's password as stored: it changes whenever the password does
+    (set_password, changepassword, an unusable one), however the row was written."""
+    return hashlib.sha256(user.password.encode()).hexdigest()
+
+
 class ApiToken(models.Model):
     """A bearer token for tools using the REST API, acting as its user.
 
     Only a digest is stored: a leaked database does not leak working tokens.
     The token itself is shown once, when it is made (`manage.py apitoken`).
+    A token works until it `expires` (if it was given an expiry), and only while its
+    user is active with the password it was issued under, as a session does: it
+    carries the user's `password_stamp` of then. A user saved inactive or with another
+    password loses those tokens for good (`revoke_stale_tokens`), so reactivating
+    the account does not revive them.
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
@@ -179,6 +192,8 @@ class ApiToken(models.Model):
     digest = models.CharField(max_length=64, unique=True)
     created = models.DateTimeField(default=timezone.now)
     last_used = models.DateTimeField(null=True, blank=True)
+    expires = models.DateTimeField(null=True, blank=True)   # None: never
+    password_stamp = models.CharField(max_length=64)
 
     PREFIX = "sv_"
 
@@ -187,13 +202,50 @@ class ApiToken(models.Model):
         return hashlib.sha256(token.encode()).hexdigest()
 
     @classmethod
-    def issue(cls, user, name: str = "") -> tuple["ApiToken", str]:
-        """Make a token for `user`; returns the row and the token, which is not kept."""
+    def issue(cls, user, name: str = "", expires=None) -> tuple["ApiToken", str]:
+        """Make a token for `user` (working until `expires`, a datetime, if given); returns
+        the row and the token, which is not kept."""
         token = cls.PREFIX + secrets.token_urlsafe(32)
-        return cls.objects.create(user=user, name=name, digest=cls.digest_of(token)), token
+        row = cls.objects.create(user=user, name=name, digest=cls.digest_of(token),
+                                 expires=expires, password_stamp=password_stamp(user))
+        return row, token
+
+    def refusal(self, now) -> str:
+        """Why the token no longer works ("" while it does)."""
+        if not self.user.is_active:
+            return "user deactivated"
+        if self.password_stamp != password_stamp(self.user):
+            return "password changed"
+        if self.expires is not None and now >= self.expires:
+            return "expired"
+        return ""
 
     def __str__(self):
         return f"{self.user} {self.name or self.pk}"
+
+
+def revoke_stale_tokens(user, actor: str) -> list[ApiToken]:
+    """Delete the user's tokens that a deactivation or a new password ended (an expired
+    one stays listed), each with an audit row; returns them."""
+    now = timezone.now()
+    stale = [(token, token.refusal(now)) for token in user.api_tokens.all()]
+    stale = [(token, why) for token, why in stale if why and why != "expired"]
+    if stale:
+        AuditAction.objects.bulk_create(
+            AuditAction(actor=actor, action="revoke_token", ok=True, message=why,
+                        target=f"token {token.pk} of {user.get_username()}")
+            for token, why in stale)
+        ApiToken.objects.filter(pk__in=[token.pk for token, _ in stale]).delete()
+    return [token for token, _ in stale]
+
+
+@receiver(post_save, sender=settings.AUTH_USER_MODEL)
+def _user_saved(sender, instance, created, raw=False, update_fields=None, **kwargs):
+    """Every save of a user (changepassword, a deactivation, the admin) ends the tokens
+    its new state refuses; a login's save of last_login alone changes neither."""
+    if created or raw or (update_fields and not {"password", "is_active"} & set(update_fields)):
+        return
+    revoke_stale_tokens(instance, actor=f"change of user {instance.get_username()}")
 
 
 class HealthSample(models.Model):

@@ -4,6 +4,7 @@ With nothing set this is the embedded default of `make run`: DEBUG on,
 SQLite and an embedded Redis (started by `manage.py up`) under `var/`.
 Production sets DEBUG=0, SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, REDIS_URL.
 """
+import ipaddress
 import os
 import re
 import tempfile
@@ -117,23 +118,48 @@ PASSWORD_HASHERS = ["dashboard.accounts.Argon2idHasher",
                     "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 
 # --- login throttling (django-axes) ---------------------------------------------------------
-# Axes' backend first: it refuses a locked-out username and address before any password is
-# checked. A username is locked from one address after SCHEDVIEW_LOGIN_FAILURES wrong
-# passwords, for SCHEDVIEW_LOGIN_LOCKOUT seconds (by the pair, so a guesser elsewhere cannot
-# lock the operator out). Every failure is logged (logger axes.handlers.database, WARNING).
+# Axes' backend first: it refuses a locked-out login before any password is checked. Three
+# counts of wrong passwords within SCHEDVIEW_LOGIN_LOCKOUT seconds, each with its limit
+# (dashboard/web/login_limits.py): a username from one address (SCHEDVIEW_LOGIN_FAILURES,
+# so a person mistyping is locked out alone), a username from any address, an address for
+# any username. A lock ends SCHEDVIEW_LOGIN_LOCKOUT seconds after the failures that made
+# it; tries while locked out are refused and not counted, so knocking does not prolong it.
+# Every failure is logged (logger axes.handlers.database, WARNING).
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend",
                            "django.contrib.auth.backends.ModelBackend"]
+AXES_HANDLER = "dashboard.web.login_limits.LoginLimits"
 AXES_FAILURE_LIMIT = env.int("SCHEDVIEW_LOGIN_FAILURES", default=5)
+SCHEDVIEW_LOGIN_USER_FAILURES = env.int("SCHEDVIEW_LOGIN_USER_FAILURES", default=20)
+SCHEDVIEW_LOGIN_ADDRESS_FAILURES = env.int("SCHEDVIEW_LOGIN_ADDRESS_FAILURES", default=30)
 AXES_COOLOFF_TIME = timedelta(seconds=env.float("SCHEDVIEW_LOGIN_LOCKOUT", default=900.0))
-if AXES_FAILURE_LIMIT < 1 or AXES_COOLOFF_TIME <= timedelta(0):
-    raise ImproperlyConfigured("SCHEDVIEW_LOGIN_FAILURES must be 1 or more and "
+if (min(AXES_FAILURE_LIMIT, SCHEDVIEW_LOGIN_USER_FAILURES, SCHEDVIEW_LOGIN_ADDRESS_FAILURES) < 1
+        or AXES_COOLOFF_TIME <= timedelta(0)):
+    raise ImproperlyConfigured("SCHEDVIEW_LOGIN_FAILURES, SCHEDVIEW_LOGIN_USER_FAILURES and "
+                               "SCHEDVIEW_LOGIN_ADDRESS_FAILURES must be 1 or more and "
                                "SCHEDVIEW_LOGIN_LOCKOUT positive")
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# In this order: LoginLimits reads the counts as pair, username, address.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "username", "ip_address"]
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked.html"
 # The log names the username tried and the address (axes masks both by default): who is
 # guessing is what an operator reading it needs. Passwords are never logged.
 AXES_SENSITIVE_PARAMETERS = []
+# The address a login comes from: the peer's, or the one a trusted proxy forwarded
+# (X-Forwarded-For, read from the right while the hops are SCHEDVIEW_TRUSTED_PROXIES:
+# addresses or networks, comma-separated; none by default).
+AXES_CLIENT_IP_CALLABLE = "dashboard.web.client_address.client_address"
+
+
+def _networks(name):
+    try:
+        return [ipaddress.ip_network(item.strip()) for item in env.list(name, default=[])]
+    except ValueError as error:
+        raise ImproperlyConfigured(f"{name} must list addresses or networks (10.0.0.0/8), "
+                                   f"comma-separated: {error}") from error
+
+
+SCHEDVIEW_TRUSTED_PROXIES = _networks("SCHEDVIEW_TRUSTED_PROXIES")
 
 # Bytes a request body may have (every route; Django's form limit is the same number).
 SCHEDVIEW_MAX_BODY = env.int("SCHEDVIEW_MAX_BODY", default=2_621_440)

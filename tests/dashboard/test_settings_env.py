@@ -162,3 +162,21 @@ def test_the_embedded_sqlite_waits_for_a_writer_instead_of_failing(load_settings
         go_on.set()
         login.close()
         blocker.__exit__(None, None, None)
+
+
+def test_trusted_proxies_are_networks_and_none_by_default(load_settings, monkeypatch):
+    import ipaddress
+    assert load_settings()["SCHEDVIEW_TRUSTED_PROXIES"] == []
+    monkeypatch.setenv("SCHEDVIEW_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.1,fd00::/8")
+    assert load_settings()["SCHEDVIEW_TRUSTED_PROXIES"] == [
+        ipaddress.ip_network(n) for n in ("10.0.0.0/8", "192.0.2.1/32", "fd00::/8")]
+
+
+@pytest.mark.parametrize("name, value", [("SCHEDVIEW_TRUSTED_PROXIES", "ingress"),
+                                         ("SCHEDVIEW_TRUSTED_PROXIES", "10.0.0.1/8"),
+                                         ("SCHEDVIEW_LOGIN_USER_FAILURES", "0"),
+                                         ("SCHEDVIEW_LOGIN_ADDRESS_FAILURES", "0")])
+def test_bad_login_settings_are_refused_by_name(load_settings, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=name):
+        load_settings()

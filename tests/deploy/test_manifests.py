@@ -34,7 +34,7 @@ def test_every_role_runs_its_command_as_a_non_root_user_with_a_read_only_root(ov
     commands = {name: container(w)["command"] for name, w in workloads.items()}
     assert commands == {
         "schedview-owner": ["python", "manage.py", "watch"],
-        "schedview-web": ["daphne", "-b", "0.0.0.0", "-p", "8000", "--proxy-headers",
+        "schedview-web": ["daphne", "-b", "0.0.0.0", "-p", "8000",
                           "dashboard.asgi:application"],
         "schedview-worker": ["celery", "-A", "dashboard", "worker", "--loglevel", "INFO"],
         "schedview-beat": ["celery", "-A", "dashboard", "beat", "--schedule",

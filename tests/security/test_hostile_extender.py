@@ -2,17 +2,20 @@
 (the `manage.py watch` process, over plain HTTP as kube-scheduler calls it): malformed and
 nested bodies, wrong types, unknown fields, hostile text in every field, 50 MB, broken
 HTTP. Every request gets an answer (never a dropped connection), none a 5xx, and the
-owner's cache is unchanged."""
+owner's cache is unchanged. Clients that send slowly cannot stall kube-scheduler's calls."""
 import http.client
 import json
 import socket
+import threading
 import time
 
 import orjson
 import pytest
 
 from dashboard.clients.owner_client import send
+from dashboard.owner.extender.listener import CLIENT_DEADLINE
 from tests.security.hostile import STRINGS, bodies, field_bodies
+from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.live, pytest.mark.timeout(300)]
 
@@ -120,3 +123,66 @@ def test_broken_http_gets_a_4xx_answer(live_cluster):
     except (BrokenPipeError, ConnectionResetError):
         pass   # refused (the 50 GB case above read its 413) and closed mid-body
     assert cache_counts() == before
+
+
+def trickler(where, stop: threading.Event, kept: list) -> None:
+    """A slow-loris client from another address than kube-scheduler's: it sends a request
+    a byte every half second (the pace is its behaviour, not a wait), and opens another
+    connection whenever the listener cuts one; `kept` gets each connection's seconds."""
+    request = b"POST /extender/filter HTTP/1.1\r\nX-Slow: " + b"y" * 1000
+    while not stop.is_set():
+        began = time.monotonic()
+        try:
+            with socket.create_connection(where, timeout=10,
+                                          source_address=("127.0.0.2", 0)) as sock:
+                for byte in request:
+                    sock.sendall(bytes([byte]))
+                    if stop.wait(0.5):
+                        break
+        except OSError:
+            pass
+        kept.append(time.monotonic() - began)
+
+
+def test_150_trickling_connections_do_not_stall_kube_schedulers_calls(live_cluster):
+    """The issue's attack on the real listener: 150 connections trickling requests (each
+    byte well within any socket timeout), then kube-scheduler's filters for a real pending
+    pod, one after another over more than a deadline: each answered at once, and no
+    trickling connection kept past the deadline."""
+    stack, api = live_cluster
+    api.create_namespaced_pod("default", {"apiVersion": "v1", "kind": "Pod",
+                                          "metadata": {"name": "waiting"},
+                                          "spec": {"containers": [{"name": "c",
+                                                                   "image": "pause"}]}})
+    wait_for(lambda: send("status", timeout=5)["pending"] >= 1, 30, "the pod in the cache")
+    stack.extender()                          # listening (it opens once the owner leads)
+    pod = api.api_client.sanitize_for_serialization(
+        api.read_namespaced_pod("waiting", "default"))
+    names = [node.metadata.name for node in api.list_node().items]
+    body = orjson.dumps({"Pod": pod, "Nodes": None, "NodeNames": names})
+    where = address(stack)
+    stop, kept = threading.Event(), []
+    attackers = [threading.Thread(target=trickler, args=(where, stop, kept))
+                 for _ in range(150)]
+    for thread in attackers:
+        thread.start()
+    waits = []
+    try:
+        # Over the cap the listener closes at once: those have come and gone already.
+        wait_for(lambda: len(kept) >= 150 - 64, 30, "connections over the cap to be closed")
+        connection = http.client.HTTPConnection(*where, timeout=30)
+        until = time.monotonic() + CLIENT_DEADLINE + 2
+        while time.monotonic() < until:
+            began = time.monotonic()
+            connection.request("POST", "/extender/filter", body=body,
+                               headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            answer = orjson.loads(response.read())
+            waits.append(time.monotonic() - began)
+            assert response.status == 200 and answer["NodeNames"], answer
+    finally:
+        stop.set()
+        for thread in attackers:
+            thread.join(15)
+    assert len(waits) >= 7 and max(waits) < 1.0, (len(waits), max(waits))
+    assert max(kept) < CLIENT_DEADLINE + 2, max(kept)

@@ -26,11 +26,11 @@ METHODS = ["GET", "HEAD", "OPTIONS", "POST", "PUT", "PATCH", "DELETE"]
 
 
 def refused(response) -> bool:
-    """A refusal tells nothing and does nothing: the login page, 401, 403, or a method the
-    route does not take."""
+    """A refusal tells nothing and does nothing: the login page, 401 or 403. Not a 405: its
+    Allow header would tell a caller without credentials which methods a route takes."""
     if response.status_code == 302:
         return response["Location"].startswith("/accounts/login/")
-    return response.status_code in (401, 403, 405)
+    return response.status_code in (401, 403)
 
 
 def anonymous_answers(client: Client, route: str) -> list[str]:

@@ -1,12 +1,19 @@
-"""`manage.py apitokens [--user NAME]`: the REST API's tokens, with when each was last used."""
+"""`manage.py apitokens [--user NAME]`: the REST API's tokens, with when each was last used
+and whether it still works."""
 from django.core.management.base import BaseCommand
+from django.utils import timezone
 
 from dashboard.models import ApiToken
 
 
+def _when(moment, otherwise: str) -> str:
+    return moment.isoformat(timespec="seconds") if moment else otherwise
+
+
 class Command(BaseCommand):
-    help = ("List the REST API's bearer tokens (id, user, name, made, last used; never the "
-            "token itself, which is not kept). Revoke one with `manage.py revoketoken ID`.")
+    help = ("List the REST API's bearer tokens (id, user, name, made, expires, last used "
+            "(to the minute), and \"ok\" or why it no longer works; never the token itself, "
+            "which is not kept). Revoke one with `manage.py revoketoken ID`.")
 
     def add_arguments(self, parser):
         parser.add_argument("--user", help="only this user's tokens")
@@ -15,8 +22,10 @@ class Command(BaseCommand):
         tokens = ApiToken.objects.select_related("user").order_by("pk")
         if user is not None:
             tokens = tokens.filter(user__username=user)
-        self.stdout.write("id\tuser\tname\tmade\tlast used")
+        now = timezone.now()
+        self.stdout.write("id\tuser\tname\tmade\texpires\tlast used\tstate")
         for token in tokens:
-            last_used = token.last_used.isoformat(timespec="seconds") if token.last_used else "never"
-            self.stdout.write(f"{token.pk}\t{token.user.get_username()}\t{token.name or '-'}\t"
-                              f"{token.created.isoformat(timespec='seconds')}\t{last_used}")
+            self.stdout.write("\t".join([
+                str(token.pk), token.user.get_username(), token.name or "-",
+                _when(token.created, ""), _when(token.expires, "never"),
+                _when(token.last_used, "never"), token.refusal(now) or "ok"]))

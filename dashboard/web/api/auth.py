@@ -1,6 +1,7 @@
 """Who is calling the REST API: a tool with a bearer token, or the browser's session.
 
-Tokens are looked up by digest (`ApiToken`). A session counts only with its
+Tokens are looked up by digest (`ApiToken`) and refused once expired, or once their user
+is deactivated or has another password (`ApiToken.refusal`). A session counts only with its
 CSRF token on unsafe methods, so a page on another site cannot act through a
 logged-in operator's browser.
 """
@@ -20,10 +21,10 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 class BearerToken(HttpBearer):
     def authenticate(self, request, token):
         row = (ApiToken.objects.select_related("user")
-               .filter(digest=ApiToken.digest_of(token), user__is_active=True).first())
-        if row is None:
-            return None
+               .filter(digest=ApiToken.digest_of(token)).first())
         now = timezone.now()
+        if row is None or row.refusal(now):
+            return None
         if row.last_used is None or now - row.last_used > LAST_USED_RESOLUTION:
             # A write per call would cost more than the call: a minute is close enough.
             ApiToken.objects.filter(pk=row.pk).update(last_used=now)

@@ -1,10 +1,11 @@
 """A request under /api/ that no operation serves answers in the API's JSON, never with
 Django's HTML page (its debug page would list every URL) nor the framework's bare 405.
 
-One middleware for every such answer, since an unknown path never reaches the API's
-own handlers: a caller without credentials gets the 401 every operation answers it (the
-API names nothing it has or has not), others a 404 naming the docs; a method the path
-does not take keeps its 405 and Allow header.
+One middleware for every such answer, since an unknown path or method never reaches the
+API's own handlers. Credentials are checked first: a caller without them gets the 401
+every operation answers it, whatever the path or method (the API names nothing it has or
+has not, not even which methods a path takes); others a 404 naming the docs, or the 405
+with its Allow header.
 """
 from django.http import JsonResponse
 
@@ -22,6 +23,12 @@ def unknown_in_json(get_response):
         if (not request.path.startswith(API_PREFIX) or response.status_code not in (404, 405)
                 or response.get("Content-Type", "").startswith("application/json")):
             return response
+        try:
+            known = is_caller(request)
+        except DATABASE_ERRORS as error:     # the token's lookup
+            return unavailable(request, error)
+        if not known:
+            return JsonResponse({"error": UNAUTHENTICATED}, status=401)
         path = request.path[:200]
         if response.status_code == 405:
             allowed = response.get("Allow", "")
@@ -29,12 +36,6 @@ def unknown_in_json(get_response):
                                             f"allowed: {allowed}"}, status=405)
             answer["Allow"] = allowed
             return answer
-        try:
-            known = is_caller(request)
-        except DATABASE_ERRORS as error:     # the token's lookup
-            return unavailable(request, error)
-        if not known:
-            return JsonResponse({"error": UNAUTHENTICATED}, status=401)
         return JsonResponse({"error": f"no API endpoint {path} (see /api/v1/docs)"}, status=404)
 
     return middleware

@@ -4,6 +4,7 @@ owner too busy to answer in time, TLS with and without client certificates, and 
 stop."""
 import socket
 import threading
+import time
 
 import orjson
 import pytest
@@ -23,6 +24,7 @@ from tests.dashboard.owner.extender.extender_builders import (
     result_names,
 )
 from tests.dashboard.owner.extender.listener_client import connect, post, raw_exchange
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -304,11 +306,11 @@ def test_a_stopped_owner_answers_queued_and_new_calls_as_unavailable(world, call
     assert "has stopped" in post(connect(listener), "bind", bind_args(pod, "n1"))[1]["Error"]
 
 
-def test_a_connection_that_says_nothing_holds_its_worker_for_the_read_timeout_only(
+def test_a_connection_that_says_nothing_holds_its_worker_for_the_deadline_only(
         owner, listen, monkeypatch):
-    """cheroot hands a new connection to a worker at once: a silent one holds it for
-    READ_TIMEOUT, not for the kept-alive connections' IDLE_TIMEOUT."""
-    monkeypatch.setattr(listener_module, "READ_TIMEOUT", 0.5)
+    """cheroot hands a new connection to a worker at once: a silent one holds it until
+    CLIENT_DEADLINE, not for the kept-alive connections' IDLE_TIMEOUT."""
+    monkeypatch.setattr(listener_module, "CLIENT_DEADLINE", 0.5)
     listener = listen(threads=1)
     nodes = [owner.node("n1")]
     with socket.create_connection(listener.address) as silent:
@@ -317,6 +319,149 @@ def test_a_connection_that_says_nothing_holds_its_worker_for_the_read_timeout_on
         status, result = post(connection, "filter", filter_args(owner.pod("web"), nodes))
         assert status == 200 and result["NodeNames"] == ["n1"]
         assert silent.recv(100).startswith(b"HTTP/1.1 408 ")
+
+
+def trickle(sock, data: bytes, pace: float, stop: threading.Event) -> float:
+    """Send `data` a byte every `pace` seconds (the pace is the client's behaviour, not a
+    wait for anything) until the listener closes the connection or `stop`; returns the
+    seconds it was kept."""
+    began = time.monotonic()
+    for byte in data:
+        if stop.wait(pace):
+            break
+        try:
+            sock.sendall(bytes([byte]))
+        except OSError:
+            break
+    return time.monotonic() - began
+
+
+@pytest.mark.slow   # waits out a deadline, by design
+@pytest.mark.parametrize("what", ["headers", "body"])
+def test_a_request_sent_a_byte_at_a_time_is_cut_off_at_the_deadline(owner, listen,
+                                                                   monkeypatch, what):
+    """Each byte comes well within a socket timeout; the request as a whole does not."""
+    monkeypatch.setattr(listener_module, "CLIENT_DEADLINE", 1.0)
+    listener = listen(threads=1)
+    nodes = [owner.node("n1")]
+    body = orjson.dumps(filter_args(owner.pod("slow"), nodes))
+    head = (b"POST /extender/filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+            % len(body))
+    before = owner.state()
+    stop = threading.Event()
+    with socket.create_connection(listener.address) as slow:
+        slow.settimeout(10)
+        if what == "body":
+            slow.sendall(head)
+        began = time.monotonic()
+        sender = threading.Thread(target=trickle, args=(slow, body if what == "body" else head,
+                                                        0.1, stop))
+        sender.start()
+        try:
+            answer = slow.recv(100)
+            cut_after = time.monotonic() - began
+        finally:
+            stop.set()
+            sender.join(5)
+    assert answer.startswith(b"HTTP/1.1 408 ") and 0.9 < cut_after < 3
+    assert owner.state() == before
+    # Its one worker is free again.
+    assert post(connect(listener), "filter", filter_args(owner.pod("web"), nodes))[0] == 200
+
+
+@pytest.mark.slow   # waits out a deadline, by design
+def test_an_answer_the_client_does_not_take_is_given_up_at_the_deadline(owner, listen,
+                                                                       monkeypatch):
+    """A client that sends a call whose answer is large (whole Nodes, echoed) and then
+    reads nothing holds its worker until CLIENT_DEADLINE, not for as long as it likes."""
+    monkeypatch.setattr(listener_module, "CLIENT_DEADLINE", 1.0)
+    listener = listen(threads=1)
+    node = owner.node("n1")
+    pod = owner.pod("web", requests={"cpu": "1"})
+    padded = {**node, "metadata": {**node["metadata"],
+                                   "annotations": {"pad": "x" * (16 << 20)}}}
+    body = orjson.dumps(filter_args(pod, [padded], cache_capable=False))
+    with socket.socket() as greedy:
+        greedy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        greedy.settimeout(10)
+        greedy.connect(listener.address)
+        greedy.sendall(b"POST /extender/filter HTTP/1.1\r\nHost: x\r\nContent-Length: %d"
+                       b"\r\n\r\n%s" % (len(body), body))
+        began = time.monotonic()
+        connection = connect(listener)            # waits for the one worker
+        status, _ = post(connection, "filter", filter_args(owner.pod("next"), [node]))
+        assert status == 200 and time.monotonic() - began < 1.0 + 2
+
+
+def test_an_address_holds_at_most_its_share_of_connections(owner, listen):
+    """Past `per_address` open connections from one address, a new one is closed as it is
+    accepted; other addresses are served, and a closed connection makes room again."""
+    listener = listen(per_address=3)
+    nodes = [owner.node("n1")]
+    held = [socket.create_connection(listener.address, source_address=("127.0.0.2", 0))
+            for _ in range(3)]
+    try:
+        with socket.create_connection(listener.address,
+                                      source_address=("127.0.0.2", 0), timeout=5) as over:
+            assert over.recv(100) == b""                  # closed, unanswered
+        status, _ = post(connect(listener), "filter", filter_args(owner.pod("web"), nodes))
+        assert status == 200                              # 127.0.0.1 is another address
+        held.pop().close()
+        api = owner.pod("api")
+
+        def served_again():
+            again = connect(listener)
+            again.source_address = ("127.0.0.2", 0)
+            try:
+                return post(again, "filter", filter_args(api, nodes))[0] == 200
+            except OSError:          # refused: the listener has not seen the close yet
+                return False
+        wait_for(served_again, 10, "room for a connection from 127.0.0.2 again")
+    finally:
+        for sock in held:
+            sock.close()
+
+
+@pytest.mark.slow   # waits out a deadline, by design
+def test_150_trickling_connections_do_not_stall_kube_schedulers_calls(owner, listen,
+                                                                     monkeypatch):
+    """The issue's attack on a listener of 16 workers, 8 an address (the real one's 128
+    and 64, tests/security has it): 150 connections from one address, each sending a
+    request a byte at a time and opening another when cut off. 7 filters from
+    kube-scheduler's address are each answered at once, and no trickler is kept past the
+    deadline."""
+    monkeypatch.setattr(listener_module, "CLIENT_DEADLINE", 1.0)
+    listener = listen(threads=16, per_address=8)
+    nodes = [owner.node(f"n{i}") for i in range(3)]
+    stop, kept = threading.Event(), []
+
+    def attacker():
+        while not stop.is_set():
+            try:
+                sock = socket.create_connection(listener.address, timeout=10,
+                                                source_address=("127.0.0.2", 0))
+            except OSError:
+                continue
+            with sock:
+                kept.append(trickle(sock, b"POST /extender/filter HTTP/1.1\r\n" * 100, 0.2,
+                                    stop))
+    attackers = [threading.Thread(target=attacker) for _ in range(150)]
+    for thread in attackers:
+        thread.start()
+    try:
+        wait_for(lambda: len(kept) >= 150, 30, "the attackers' first connections to be cut")
+        connection = connect(listener)
+        for i in range(7):
+            began = time.monotonic()
+            status, result = post(connection, "filter",
+                                  filter_args(owner.pod(f"web-{i}"), nodes))
+            assert status == 200 and len(result["NodeNames"]) == 1
+            assert time.monotonic() - began < 0.5, f"filter {i} waited behind the attack"
+    finally:
+        stop.set()
+        for thread in attackers:
+            thread.join(10)
+    assert max(kept) < 1.0 + 1.0
 
 
 # --- TLS: kube-scheduler's tlsConfig, with a client certificate ---------------------------------
@@ -414,6 +559,41 @@ def test_a_client_that_never_shakes_hands_holds_no_one_up(world, pki, listen_tls
                 connection.sock.settimeout(3)
             status, result = post(connection, "filter", filter_args(world.pod(name), nodes))
             assert status == 200 and result["NodeNames"] == ["n1"]
+
+
+def client_hello() -> bytes:
+    """The first bytes a TLS client sends (its ClientHello)."""
+    import ssl
+    outgoing = ssl.MemoryBIO()
+    client = ssl.create_default_context().wrap_bio(ssl.MemoryBIO(), outgoing,
+                                                   server_hostname="127.0.0.1")
+    with pytest.raises(ssl.SSLWantReadError):
+        client.do_handshake()
+    return outgoing.read()
+
+
+@pytest.mark.slow   # waits out a deadline, by design
+def test_a_handshake_sent_a_byte_at_a_time_is_cut_off_at_the_deadline(world, listen_tls,
+                                                                     monkeypatch):
+    monkeypatch.setattr(listener_module, "CLIENT_DEADLINE", 1.0)
+    listener = listen_tls()
+    hello, stop = client_hello(), threading.Event()
+    with socket.create_connection(listener.address) as slow:
+        slow.settimeout(10)
+        began = time.monotonic()
+        sender = threading.Thread(target=trickle, args=(slow, hello, 0.05, stop))
+        sender.start()
+        try:
+            try:
+                answer = slow.recv(100)
+            except ConnectionResetError:
+                answer = b""
+            cut_after = time.monotonic() - began
+        finally:
+            stop.set()
+            sender.join(5)
+    assert answer == b"" and 0.9 < cut_after < 3
+    assert len(hello) * 0.05 > 3                         # it would have gone on longer
 
 
 def test_without_tls_the_caller_is_named_by_its_address(world, recorded, bindings):

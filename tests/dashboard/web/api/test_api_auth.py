@@ -114,3 +114,15 @@ def test_unknown_paths_and_methods_under_the_api_answer_json(api, client, web, s
     assert response["Allow"] == "POST"
     response = api.delete("/api/v1/pods")
     assert error_of(response, 405) and response["Allow"] == "GET"
+
+
+@pytest.mark.parametrize("header", [None, "Bearer sv_not-a-token"])
+@pytest.mark.parametrize("method, path", [("DELETE", "/api/v1/pods"),
+                                          ("GET", "/api/v1/pods/uid-web/forget"),
+                                          ("PUT", "/api/v1/health")])
+def test_a_method_a_path_does_not_take_is_401_without_credentials(web, header, method, path):
+    """Authentication first: the 405 and its Allow header are for callers the API answers."""
+    headers = {"HTTP_AUTHORIZATION": header} if header else {}
+    response = Client(**headers).generic(method, path)
+    assert "authentication required" in error_of(response, 401)
+    assert not response.has_header("Allow")
