@@ -80,6 +80,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A path no page serves: our 404 page, in DEBUG too (Django's lists every URL).
+    "dashboard.web.middleware.not_found.our_not_found",
     # A database that is down: a prompt 503 naming the cause, pages and API alike.
     "dashboard.web.middleware.database_down.DatabaseDownMiddleware",
     # Every page needs a login; the REST API (its own token/session auth) is marked
@@ -110,6 +112,10 @@ CONTENT_SECURITY_POLICY = {"DIRECTIVES": {
     "form-action": [SELF],
     "frame-ancestors": [NONE],
 }}
+
+# Argon2id (dashboard/accounts.py); PBKDF2 verifies older hashes, rehashed at their next login.
+PASSWORD_HASHERS = ["dashboard.accounts.Argon2idHasher",
+                    "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
 
 # --- login throttling (django-axes) ---------------------------------------------------------
 # Axes' backend first: it refuses a locked-out login before any password is checked. Three
@@ -186,11 +192,15 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'schedview.sqlite3'}"),
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Several processes write (the owner's batches, the web's audit): wait for the lock,
-    # and let readers and the writer work at once. Tests put their database in a file,
-    # so the processes they start share it.
+    # Several processes write (the owner's batches, the web's sessions and audit): readers
+    # and the writer work at once (WAL), a writer waits for the lock (timeout), and every
+    # transaction takes the write lock when it begins (IMMEDIATE). A deferred one that read
+    # first and wrote later got "database is locked" at once, without waiting, whenever
+    # another process had written in between: a login's 503. synchronous=NORMAL: a commit
+    # does not wait for the disk (WAL stays consistent; a power cut may lose the last ones).
     DATABASES["default"].setdefault("OPTIONS", {}).update(
-        {"timeout": 30, "init_command": "PRAGMA journal_mode=WAL;"})
+        {"timeout": 30, "transaction_mode": "IMMEDIATE",
+         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"})
     DATABASES["default"]["TEST"] = {
         "NAME": str(Path(tempfile.gettempdir()) / f"schedview-test-{os.getpid()}.sqlite3")}
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
@@ -290,8 +300,11 @@ SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG = _pair("SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG
 SCHEDVIEW_HEALTH_STUCK_BINDS = _pair("SCHEDVIEW_HEALTH_STUCK_BINDS", [1, 10])
 # Percent of the binds ended in the last SCHEDVIEW_HEALTH_WINDOW that were forgotten.
 SCHEDVIEW_HEALTH_BIND_FAILURES = _pair("SCHEDVIEW_HEALTH_BIND_FAILURES", [10, 30])
-# Percent of a warm pool's queue capacity taken by waiting claims.
+# Percent of a warm pool's queue capacity taken by waiting claims; seconds its claims waited
+# (the 99th percentile, beyond) and percent of them that expired, over SCHEDVIEW_HEALTH_WINDOW.
 SCHEDVIEW_HEALTH_POOL_QUEUE = _pair("SCHEDVIEW_HEALTH_POOL_QUEUE", [50, 90])
+SCHEDVIEW_HEALTH_POOL_WAIT = _pair("SCHEDVIEW_HEALTH_POOL_WAIT", [1, 5])
+SCHEDVIEW_HEALTH_POOL_EXPIRED = _pair("SCHEDVIEW_HEALTH_POOL_EXPIRED", [10, 30])
 # Seconds: the window over which scheduling progress (pods assumed or bound) is looked for
 # while pending grows, and bind outcomes are counted.
 SCHEDVIEW_HEALTH_WINDOW = env.float("SCHEDVIEW_HEALTH_WINDOW", default=60.0)

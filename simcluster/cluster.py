@@ -7,7 +7,8 @@
         sim.drop_watches()
 
 Everything a test may want to change at runtime is a method here (or a knob on
-.churn, .faults, .kubelet); control.py exposes the same over HTTP.
+.churn, .faults, .kubelet, .pools, or the fault episodes of .weather); control.py exposes
+the same over HTTP.
 """
 
 import threading
@@ -17,6 +18,7 @@ import orjson
 
 from simcluster import control
 from simcluster.churn import Churn
+from simcluster.episodes import Weather
 from simcluster.faults import Faults
 from simcluster.generate import Cluster, PodSource, generate_cluster
 from simcluster.kubeconfig import write_kubeconfig
@@ -70,6 +72,7 @@ class SimCluster:
         self.pools = WarmPools(self.api, hold=pool_hold, stop_delay=pool_stop_delay)
         for pool, count in (pools or {}).items():
             self.pools.create(pool, count)
+        self.weather = Weather(self)   # fault episodes: none until told (episodes.py)
         self._address = (host, port)
         self._server = None
         self._server_lock = threading.Lock()
@@ -92,6 +95,7 @@ class SimCluster:
                              name="simcluster-http", daemon=True).start()
 
     def stop(self) -> None:
+        self.weather.stop()
         self.churn.stop()
         self.kubelet.stop()
         self.pools.stop()
@@ -155,7 +159,7 @@ class SimCluster:
                 "watches": self.watchers.count(), "watches_opened": self.watchers.opened,
                 "churn": self.churn.knobs(),
                 "faults": self.faults.knobs(), "kubelet": self.kubelet.knobs(),
-                "pools": self.pools.knobs()}
+                "pools": self.pools.knobs(), "weather": self.weather.state()}
 
     # -- clients and accessors -------------------------------------------------------------
 

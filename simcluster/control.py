@@ -11,6 +11,9 @@
                                         "start_pods": true, "start_delay": 1.0,
                                         "grace_cap": 2.0}
     POST /simcluster/v1/pools          {"create": {"web": 20}, "hold": 5.0, "stop_delay": 1.0}
+    POST /simcluster/v1/weather        {"episodes": ["lost-events", "failing-binds"],
+                                        "calm": 240, "length": 60, "first_in": 0}
+                                       (fault episodes in turn, episodes.py; [] for none)
     POST /simcluster/v1/drop-watches   {"abrupt": false}
     POST /simcluster/v1/compact        {}
     POST /simcluster/v1/kill           {"seconds": 5}   (the API goes down, then comes back)
@@ -34,6 +37,8 @@ def handle(cluster, method: str, action: str, body: dict) -> tuple:
             return 200, cluster.kubelet.update(**body)
         if action == "pools":
             return 200, cluster.pools.update(**body)
+        if action == "weather":
+            return 200, cluster.weather.update(**body)
         if action == "drop-watches":
             return 200, {"dropped": cluster.drop_watches(abrupt=bool(body.get("abrupt")))}
         if action == "compact":

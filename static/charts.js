@@ -25,6 +25,10 @@
     }
   }
 
+  const ZONE = new Intl.DateTimeFormat(undefined, { timeZoneName: "short" })
+    .formatToParts(new Date()).find(function (part) { return part.type === "timeZoneName"; })
+    .value;
+
   function draw(figure, times, lines, unit, span, stepped) {
     if (figure._plot) {
       figure._plot.destroy();
@@ -41,7 +45,8 @@
         }
         return series;
       })),
-      axes: [{ label: "time (browser's clock)" }, { label: unit, size: 60 }],
+      // Times in the viewer's local time, the zone named: every page's one time format.
+      axes: [{ label: "time (" + ZONE + ")" }, { label: unit, size: 60 }],
       scales: { x: { time: true } },
       legend: { live: true },
     };

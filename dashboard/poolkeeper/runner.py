@@ -15,6 +15,7 @@ import time
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from django.conf import settings
 from kubernetes import client
 
 from warmpool import PoolScheduler
@@ -22,6 +23,7 @@ from warmpool import PoolScheduler
 from dashboard.clients.pools_transport import ClaimServer
 from dashboard.poolkeeper.claimer import ApiClaimer
 from dashboard.poolkeeper.feed import PoolFeed, pool_reflector
+from dashboard.poolkeeper.recent import RecentClaims
 from dashboard.runtime.probes import Heartbeat
 from dashboard.runtime.redis_outage import RedisBackoff
 from dashboard.wire.keys import POOLS_GROUP, POOLS_STATUS
@@ -60,6 +62,7 @@ class PoolsProcess:
         self._shown = None
         self.statuses_shown = {}   # as last published: what /metrics reads
         self.heartbeat = Heartbeat("pools loop")
+        self.recent = RecentClaims(settings.SCHEDVIEW_HEALTH_WINDOW)
 
     def _make_scheduler(self, pool, members) -> PoolScheduler:
         log.info("pool %s: scheduler started", pool)
@@ -87,6 +90,8 @@ class PoolsProcess:
 
     def publish(self) -> None:
         statuses = self.statuses()
+        for pool, recent in self.recent.figures(statuses).items():
+            statuses[pool]["recent"] = recent    # what health judges (recent.py)
         self.statuses_shown = statuses
         self.claims.publish_status(statuses)
         shown = panel_fingerprint(statuses)

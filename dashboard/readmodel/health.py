@@ -18,13 +18,23 @@ import redis
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 
 from dashboard.clients.pools_transport import read_status as read_pools_status
 from dashboard.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
-from dashboard.readmodel.read_model import OwnerStatus, ago, bind_outcomes, owner_status, pod_counts
+from dashboard.runtime.weather import Weather, injected
+from dashboard.wire.clients import redis_client
+from dashboard.readmodel.read_model import (
+    OwnerStatus,
+    ago,
+    bind_failures,
+    bind_outcomes,
+    owner_status,
+    pod_counts,
+    window_text,
+)
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
@@ -39,6 +49,7 @@ CHECKS = ("redis", "database", "owner", "feed", "read_model", "scheduling", "bin
           "comparer", "bind_failures", "samples", "pools")
 STALE_SAMPLES = 3        # sampling periods without a sample: Celery beat is not running
 MIN_BIND_OUTCOMES = 10   # fewer binds ended in the window: too few to judge a rate
+MIN_POOL_CLAIMS = 10     # fewer claims ended in the window: too few to judge expiries
 
 
 @dataclass(frozen=True)
@@ -61,6 +72,9 @@ class Health:
     # The feed's figures as the owner reported them (None: no live owner reports them).
     feed_backlog: int | None = None   # watch items queued for the owner
     feed_lag: float | None = None     # seconds the cache is behind the events received
+    # The simulated cluster's fault episodes, when `manage.py up` runs one: the pages say
+    # which warnings it causes on purpose (dashboard/runtime/weather.py).
+    injected: Weather | None = None
 
     @property
     def level(self) -> str:
@@ -87,6 +101,8 @@ class Thresholds:
     pool_queue: tuple[float, float]      # percent of capacity
     window: float                        # seconds
     comparer_stale: float                # seconds
+    pool_wait: tuple[float, float] = (1.0, 5.0)        # seconds: a pool's p99 claim wait
+    pool_expired: tuple[float, float] = (10.0, 30.0)   # percent of its claims that expired
 
     @classmethod
     def from_settings(cls) -> "Thresholds":
@@ -94,7 +110,8 @@ class Thresholds:
                    settings.SCHEDVIEW_HEALTH_READ_MODEL_BACKLOG,
                    settings.SCHEDVIEW_HEALTH_STUCK_BINDS, settings.SCHEDVIEW_HEALTH_BIND_FAILURES,
                    settings.SCHEDVIEW_HEALTH_POOL_QUEUE, settings.SCHEDVIEW_HEALTH_WINDOW,
-                   settings.SCHEDVIEW_HEALTH_COMPARER_STALE)
+                   settings.SCHEDVIEW_HEALTH_COMPARER_STALE, settings.SCHEDVIEW_HEALTH_POOL_WAIT,
+                   settings.SCHEDVIEW_HEALTH_POOL_EXPIRED)
 
 
 def graded(value: float, pair: tuple[float, float]) -> str:
@@ -219,14 +236,18 @@ def comparer_check(run: ComparerRun | None, now: datetime, thresholds: Threshold
 
 
 def bind_failures_check(finished: int, failed: int, thresholds: Thresholds) -> Check:
+    """The binds ended in the health window (read_model.bind_failures: the binds panel
+    shows the same figure), the window named."""
     link = _overview("binds")
     ended = finished + failed
+    window = window_text(thresholds.window)
     if ended < MIN_BIND_OUTCOMES:
         return Check("bind_failures", "Bind failures", OK,
-                     f"{failed} of {ended} binds failed (too few to judge)", link)
+                     f"{failed:,} of {ended:,} binds failed in {window} (too few to judge)",
+                     link)
     percent = 100 * failed / ended
     return Check("bind_failures", "Bind failures", graded(percent, thresholds.bind_failures),
-                 f"{percent:.0f}% of binds failed ({failed:,} of {ended:,})", link)
+                 f"{percent:.0f}% of binds failed in {window} ({failed:,} of {ended:,})", link)
 
 
 def samples_check(latest: datetime | None, now: datetime, period: float) -> Check:
@@ -243,6 +264,33 @@ def samples_check(latest: datetime | None, now: datetime, period: float) -> Chec
     return Check("samples", "Celery beat", OK, f"Sampling (latest {ago(age)})", link)
 
 
+def pool_level(status: dict, thresholds: Thresholds) -> tuple[str, str]:
+    """One pool's (level, what is wrong): the worst of its queue against its capacity, the
+    99th percentile of its claims' waits and the share of its claims that expired, both
+    over the health window (the pools process counts them: poolkeeper/recent.py). A pool
+    with no idle pod, claims queued for seconds and claims expiring is starving, however
+    short its queue."""
+    capacity = status.get("capacity") or 0
+    queued = status.get("queue_length") or 0
+    levels = [(graded(100 * queued / capacity if capacity else 0, thresholds.pool_queue),
+               f"{queued:,} of {capacity:,} queued")]
+    recent = status.get("recent")
+    if recent:
+        window = window_text(recent["window"])
+        wait = recent["wait_p99"]   # a histogram bucket's upper bound: "at most"
+        if wait is not None:
+            warn, fail = thresholds.pool_wait
+            levels.append((FAIL if wait > fail else WARN if wait > warn else OK,
+                           f"claims waited up to {wait:g} s (p99) in {window}"))
+        if recent["claims"] >= MIN_POOL_CLAIMS:
+            percent = 100 * recent["expired"] / recent["claims"]
+            levels.append((graded(percent, thresholds.pool_expired),
+                           f"{recent['expired']:,} of {recent['claims']:,} claims expired "
+                           f"in {window}"))
+    worst = max((level for level, _ in levels), key=_RANK.__getitem__)
+    return worst, ", ".join(why for level, why in levels if level != OK)
+
+
 def pools_check(status: dict | None, thresholds: Thresholds) -> Check:
     link = reverse("pools")
     pools = (status or {}).get("pools") or {}
@@ -250,14 +298,13 @@ def pools_check(status: dict | None, thresholds: Thresholds) -> Check:
         return Check("pools", "Warm pools", OK, "No pools process reports pools", link)
     worst, why = OK, []
     for pool, s in sorted(pools.items()):
-        capacity = s.get("capacity") or 0
-        percent = 100 * (s.get("queue_length") or 0) / capacity if capacity else 0
-        level = graded(percent, thresholds.pool_queue)
+        level, what = pool_level(s, thresholds)
         if level != OK:
-            why.append(f"{pool}: {s.get('queue_length'):,} of {capacity:,} queued")
+            why.append(f"{pool}: {what}")
         worst = max(worst, level, key=_RANK.__getitem__)
-    message = ("Claim queues full: " + "; ".join(why)) if why else (
-        f"{len(pools)} pool{'s' if len(pools) != 1 else ''}, queues short")
+    count = f"{len(pools)} pool{'s' if len(pools) != 1 else ''}"
+    message = ("Claims starve: " + "; ".join(why)) if why else (
+        f"{count} serving: queues short, claims served in time")
     return Check("pools", "Warm pools", worst, message, link)
 
 
@@ -329,14 +376,6 @@ def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> Sch
     return SchedulingProgress(pending, then, progressed, oldest, window)
 
 
-def sampled_bind_outcomes(since: datetime) -> tuple[int, int]:
-    """(finished, failed) binds of the bind path since `since`, from the samples: the
-    history's rows of those minutes were counted once, when each sample was taken."""
-    sums = HealthSample.objects.filter(at__gt=since).aggregate(
-        binds=Sum("binds", default=0), failures=Sum("bind_failures", default=0))
-    return sums["binds"], sums["failures"]
-
-
 def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
            owner: OwnerStatus | None = None) -> Health:
     """The health now, from what the processes report (a few indexed queries)."""
@@ -350,7 +389,7 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
     if database.ok:   # the rest reads the database
         stuck = owner.counters.get("binds_stuck", 0) if owner.live else None
         oldest_stuck = (owner.counters.get("oldest_stuck") or {}).get("uid")
-        finished, failed = sampled_bind_outcomes(now - timedelta(seconds=thresholds.window))
+        finished, failed, _ = bind_failures(now, thresholds.window)
         checks += [scheduling_check(scheduling_progress(owner, now, thresholds.window)),
                    stuck_binds_check(stuck, oldest_stuck, thresholds),
                    comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
@@ -361,7 +400,14 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
                                  settings.SCHEDVIEW_SAMPLE_PERIOD)]
     checks.append(pools_check(read_pools_status(), thresholds))
     return Health(tuple(checks), now.timestamp(), owner.feed_backlog if owner.live else None,
-                  owner.feed_lag if owner.live else None)
+                  owner.feed_lag if owner.live else None,
+                  injected(redis_client(settings.REDIS_URL), settle=settle_time(thresholds)))
+
+
+def settle_time(thresholds: Thresholds) -> float:
+    """Seconds after a cause ends that its warnings may still show: the bind failures and
+    pool figures over the window, drift until the comparison after the next."""
+    return thresholds.window + 2 * settings.SCHEDVIEW_COMPARE_PERIOD
 
 
 def current() -> Health:

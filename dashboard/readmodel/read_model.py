@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from dashboard.models import (
     ComparerRun,
+    HealthSample,
     NodeRecord,
     PodRecord,
     PodState,
@@ -127,6 +128,16 @@ def memory_text(amount: int) -> str:
     return f"{amount / MIB:,.0f} MiB" if amount else ""
 
 
+def window_text(seconds: float) -> str:
+    """A window of time as the figures counted over it name it: "the last minute", "the
+    last 5 minutes", "the last 8 s"."""
+    if seconds == 60:
+        return "the last minute"
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"the last {seconds / 60:.0f} minutes"
+    return f"the last {seconds:g} s"
+
+
 def ago(seconds: float) -> str:
     """How long ago, as people say it: "3 s ago", "4 min ago", "2 h ago"."""
     seconds = max(0, seconds)
@@ -205,12 +216,17 @@ def recent_outcomes() -> RecentOutcomes:
 
 @dataclass(frozen=True)
 class BindHealth:
-    """The bind path: Celery's queue in Redis, and how recent binds ended (from the history:
-    pods bound, and pods forgotten because their bind failed or never finished)."""
+    """The bind path: Celery's queue in Redis, and how the binds of the health window ended
+    (pods bound, and pods forgotten because their bind failed or never finished): the one
+    bind-failure figure, which the banner, the health panel and the binds panel all show."""
     queued: int | None      # tasks waiting in Celery's queue; None when Redis did not answer
     finished: int
     failed: int
-    minutes: int
+    window: float           # seconds: SCHEDVIEW_HEALTH_WINDOW
+
+    @property
+    def window_text(self) -> str:
+        return window_text(self.window)
 
     @property
     def outcomes(self) -> int:
@@ -252,9 +268,23 @@ def bind_outcomes(start, end=None) -> tuple[int, int]:
     return counts["bound"], counts["failed"]
 
 
+def sampled_bind_outcomes(since) -> tuple[int, int]:
+    """(finished, failed) binds since `since`, from the health samples: beat counted the
+    history's rows of each sample's seconds once (bind_outcomes), when it took the sample."""
+    sums = HealthSample.objects.filter(at__gt=since).aggregate(
+        binds=Sum("binds", default=0), failures=Sum("bind_failures", default=0))
+    return sums["binds"], sums["failures"]
+
+
+def bind_failures(now=None, window: float | None = None) -> tuple[int, int, float]:
+    """(finished, failed, window in seconds): the binds ended in the health window."""
+    window = settings.SCHEDVIEW_HEALTH_WINDOW if window is None else window
+    finished, failed = sampled_bind_outcomes((now or timezone.now()) - timedelta(seconds=window))
+    return finished, failed, window
+
+
 def bind_health() -> BindHealth:
-    bound, failed = bind_outcomes(timezone.now() - RECENT)
-    return BindHealth(bind_queue_depth(), bound, failed, int(RECENT.total_seconds() // 60))
+    return BindHealth(bind_queue_depth(), *bind_failures())
 
 
 # --- the owner ------------------------------------------------------------------------------

@@ -38,6 +38,7 @@ class SupervisedChild:
     restarts: int
     last_restart: datetime | None
     last_exit: int | None
+    probe: str = ""     # host:port of its /metrics ("" when it serves none)
 
 
 @dataclass(frozen=True)
@@ -56,5 +57,6 @@ def processes(client: redis.Redis) -> Processes:
     return Processes(holder_name(token), [
         SupervisedChild(state["name"], state["pid"], state["restarts"],
                         datetime.fromtimestamp(state["last_restart"], timezone.utc)
-                        if state["last_restart"] else None, state["last_exit"])
+                        if state["last_restart"] else None, state["last_exit"],
+                        state.get("probe", ""))
         for state in orjson.loads(raw or b"[]")])

@@ -41,6 +41,7 @@ class Child:
     # which may still need it to shut down cleanly.
     infrastructure: bool = False
     env: dict[str, str] | None = None    # the child's whole environment (None: ours)
+    probe: str = ""      # host:port of its /healthz /readyz /metrics, when it serves them
 
 
 @dataclass
@@ -52,6 +53,7 @@ class ChildState:
     restarts: int = 0
     last_restart: float | None = None
     last_exit: int | None = None
+    probe: str = ""             # where it serves /metrics, for the overview's link
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -106,7 +108,8 @@ class Supervisor:
         self._started_at[child.name] = self.clock()
         state = self.states.get(child.name)
         if state is None:
-            self.states[child.name] = ChildState(child.name, process.pid, self.wall_clock())
+            self.states[child.name] = ChildState(child.name, process.pid, self.wall_clock(),
+                                                 probe=child.probe)
         else:
             state.pid, state.restarts, state.last_restart = (
                 process.pid, state.restarts + 1, self.wall_clock())

@@ -191,11 +191,13 @@ def fit_message(total: int, reasons: dict, preemption: str = "") -> str:
 
 
 class Outcome(Exception):
-    """Ends one attempt: `kind` is an OUTCOMES name; `victims`, the pods deleted."""
+    """Ends one attempt: `kind` is an OUTCOMES name; `victims`, the pods deleted;
+    `answered`: an error the extender answered, which the owner has logged already."""
 
-    def __init__(self, kind: str, message: str = "", victims: int = 0):
+    def __init__(self, kind: str, message: str = "", victims: int = 0, answered: bool = False):
         super().__init__(message)
         self.kind, self.message, self.victims = kind, message, victims
+        self.answered = answered
 
 
 # --- the scheduler ---------------------------------------------------------------------------
@@ -226,7 +228,7 @@ class StandIn:
         pending = [p for p in view.pending.values()
                    if (p.get("spec") or {}).get("schedulerName", SCHEDULER_NAME) == SCHEDULER_NAME
                    and not _meta(p).get("deletionTimestamp") and not view.is_assumed(p)]
-        errors = []
+        errors, answered = [], []
         for pod in self.queue.due(pending, view.changes, now)[:limit]:
             try:
                 self._attempt(pod, now)
@@ -234,11 +236,15 @@ class StandIn:
                 counts[outcome.kind] += 1
                 counts["victims"] += outcome.victims
                 if outcome.kind == "error":
-                    errors.append(f"{_name(pod)}: {outcome.message}")
+                    (answered if outcome.answered else errors).append(
+                        f"{_name(pod)}: {outcome.message}")
         if errors:
             # One line a period, however many failed: the first few say why.
             log.warning("%d pod(s) failed an attempt and back off: %s%s", len(errors),
                         "; ".join(errors[:3]), "; ..." if len(errors) > 3 else "")
+        if answered:
+            # The extender refused them and the owner's log said why, once: not again here.
+            log.debug("%d pod(s) refused by the extender back off", len(answered))
         return counts
 
     # --- one attempt: filters, then bind or preempt ------------------------------------
@@ -310,11 +316,12 @@ class StandIn:
                                              "PodNamespace": meta.get("namespace", ""),
                                              "PodUID": meta["uid"], "Node": node})
             error = field(answer, "Error") if isinstance(answer, dict) else "not an object"
+            answered = isinstance(answer, dict)
         except CallFailed as exc:
-            error = f"bind: {exc}"
+            error, answered = f"bind: {exc}", False
         if error:
             self.view.forget(assumed)
-            self._error(pod, error, now)
+            self._error(pod, error, now, answered)
         self.queue.bound(pod)
         raise Outcome("bind")
 
@@ -437,11 +444,12 @@ class StandIn:
         return 1
 
     # --- failures --------------------------------------------------------------------------
-    def _error(self, pod, message, now):
-        """A failed attempt: backoff, and the pod's condition says SchedulerError (05a)."""
+    def _error(self, pod, message, now, answered=False):
+        """A failed attempt: backoff, and the pod's condition says SchedulerError (05a).
+        `answered`: the message is the extender's answer (the owner logged it)."""
         self.queue.failed(pod, now)
         self._report(pod, "SchedulerError", message, now)
-        raise Outcome("error", message)
+        raise Outcome("error", message, answered=answered)
 
     def _unschedulable(self, pod, message, now, by_extender=False):
         self.queue.unschedulable(pod, now, self.view.changes, by_extender)

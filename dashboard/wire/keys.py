@@ -21,6 +21,10 @@ POOLS_STATUS_TTL = 5.0                           # seconds: no status means no p
 
 # -- the supervisor (`manage.py up`) ----------------------------------------------------------
 SUPERVISOR_CHILDREN = "schedview:supervisor:children"   # its children's states (JSON list)
+# The simulated cluster's fault episodes as `up` last read them (JSON), so the pages can
+# say a warning is injected; expires when `up` stops reading them.
+SIMCLUSTER_WEATHER = "schedview:simcluster:weather"
+SIMCLUSTER_WEATHER_TTL = 10                      # seconds
 
 # -- channel-layer groups the live pages join -------------------------------------------------
 EVENTS_GROUP = "events"   # the owner's cache events and status, one message per flush

@@ -72,7 +72,7 @@ def test_the_overview_leads_with_health_and_charts_the_samples_with_axes(page):
         return {labels: plot.axes.map(a => a.label),
                 pending: plot.data[1].filter(v => v !== null).length};
     }""")
-    assert axes["labels"] == ["time (browser's clock)", "pods"]
+    assert axes["labels"] == ["time (UTC)", "pods"]    # the viewer's zone: this browser's
     assert axes["pending"] >= 2
     # The time picker: another range is fetched and drawn.
     section.locator('button[data-range="15m"]').click()

@@ -92,11 +92,11 @@ def test_the_heat_map_draws_5000_nodes_and_links_each(page, many_nodes):
     total = page.evaluate("document.querySelectorAll('.heat a').length")
     assert total >= NODES
     cell = page.locator("#heat-scale-0097")
-    expect(cell).to_have_class("h-4")                                # 97% of its CPU
+    expect(cell).to_have_class("h-9")                                # 97% of its CPU
     expect(cell).to_have_attribute("title", "scale-0097: 97% of its CPU requested")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1366
     page.click("nav.filters a:has-text('GPUs')")
-    expect(page.locator("#heat-scale-0010")).to_have_class("h-2")    # 75% of its GPUs
+    expect(page.locator("#heat-scale-0010")).to_have_class("h-7")    # 75% of its GPUs
     expect(page.locator("#heat-scale-0011")).to_have_class("h-none")
     page.click("#heat-scale-0010")
     expect(page.locator("main h1")).to_have_text("Node scale-0010")

@@ -110,6 +110,60 @@ def test_bad_health_settings_are_refused_by_name(load_settings, monkeypatch, nam
         load_settings()
 
 
+def test_the_embedded_sqlite_waits_for_a_writer_instead_of_failing(load_settings, tmp_path,
+                                                                  django_db_blocker):
+    """A login answered 503 "database is locked": a deferred transaction that had read
+    failed at once when another process wrote first. Every transaction now takes the write
+    lock when it begins, and waits for it."""
+    import threading
+
+    from django.db.backends.sqlite3.base import DatabaseWrapper
+
+    database = load_settings(SCHEDVIEW_VAR_DIR=str(tmp_path))["DATABASES"]["default"]
+    assert database["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+
+    def connect(alias):
+        settings = dict(database, TIME_ZONE=None, CONN_MAX_AGE=0, CONN_HEALTH_CHECKS=False,
+                        AUTOCOMMIT=True, ATOMIC_REQUESTS=False, TEST={})
+        settings["OPTIONS"] = dict(database["OPTIONS"], timeout=10)
+        return DatabaseWrapper(settings, alias)
+
+    blocker = django_db_blocker.unblock()
+    blocker.__enter__()
+    login = connect("login")
+    with login.cursor() as cursor:
+        cursor.execute("CREATE TABLE sessions (key TEXT, data TEXT)")
+    assert login.cursor().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    holding, go_on = threading.Event(), threading.Event()
+
+    def write_for_a_while():     # the owner's batch: a write transaction held a moment
+        writer = connect("writer")     # (a connection serves the thread that made it)
+        with writer.cursor() as cursor:
+            cursor.execute("BEGIN IMMEDIATE")
+            cursor.execute("INSERT INTO sessions VALUES ('batch', '')")
+            holding.set()
+            go_on.wait(10)
+            cursor.execute("COMMIT")
+        writer.close()
+    thread = threading.Thread(target=write_for_a_while)
+    thread.start()
+    assert holding.wait(10)
+    threading.Timer(0.5, go_on.set).start()   # the batch commits while the login waits
+    try:
+        with login.cursor() as cursor:   # a session's read-then-write, as a login does
+            login._start_transaction_under_autocommit()   # what transaction.atomic() runs
+            cursor.execute("SELECT count(*) FROM sessions")
+            cursor.execute("INSERT INTO sessions VALUES ('login', '')")
+            login.connection.commit()
+        thread.join(10)
+        assert [row[0] for row in login.cursor().execute("SELECT key FROM sessions")] == [
+            "batch", "login"]
+    finally:
+        go_on.set()
+        login.close()
+        blocker.__exit__(None, None, None)
+
+
 def test_trusted_proxies_are_networks_and_none_by_default(load_settings, monkeypatch):
     import ipaddress
     assert load_settings()["SCHEDVIEW_TRUSTED_PROXIES"] == []

@@ -186,6 +186,20 @@ def test_churn_steps_create_bind_delete_and_update(sim):
                                           "status": 0}
 
 
+def test_steady_churn_holds_the_pod_count(sim):
+    """2,000 demo pods grew to 2,755 in 17 minutes: creates outran deletes."""
+    start = sim.state()["counts"]["pods"]
+    sim.churn.update(steady=True, weights={"create": 3, "delete": 1, "label": 0, "status": 0})
+    for _ in range(200):
+        sim.churn.step()
+        sim.kubelet.step(float("inf"))     # graceful deletes finish
+    assert abs(sim.state()["counts"]["pods"] - start) <= 1
+    assert sim.churn.counts["create"] > 10 and sim.churn.counts["delete"] > 10
+    assert sim.churn.knobs()["steady"] == start
+    with pytest.raises(ValueError, match="steady: true"):
+        sim.churn.update(steady=5)
+
+
 def test_churn_thread_runs_at_the_configured_rate(small_cluster):
     from simcluster import SimCluster
     with SimCluster(cluster=small_cluster, kubelet=False, churn=200) as sim:

@@ -30,6 +30,7 @@ class Command(BaseCommand):
     def handle(self, username, name, days, **options):
         user = get_user_model().objects.filter(username=username, is_active=True).first()
         if user is None:
-            raise CommandError(f"no active user named {username!r} (make one with createsuperuser)")
+            raise CommandError(f"no active user named {username!r} "
+                               "(make one with `manage.py createuser`)")
         expires = timezone.now() + timedelta(days=days) if days else None
         self.stdout.write(ApiToken.issue(user, name, expires)[1])

@@ -10,8 +10,9 @@ SIGTERM) stops them all, and only a child that keeps failing right after its
 start ends the command, naming it.
 """
 import os
-import secrets
+import shutil
 import signal
+import socket
 import sys
 import time
 
@@ -21,9 +22,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from dashboard import accounts
 from dashboard.kube import client as kube
 from dashboard.launcher import demo_scenes
-from dashboard.runtime import embedded_redis, supervised
+from dashboard.runtime import embedded_redis, supervised, weather
 from dashboard.runtime.supervisor import Child, CrashLoop, Supervisor
 from dashboard.wire.clients import redis_client
 
@@ -63,22 +65,32 @@ def wait_for_file(path, process, timeout=120.0):
         time.sleep(0.1)
 
 
-# The embedded default's weather: a third of the binds fail (a few pods fail all their
-# attempts and are forgotten), some watch events are lost, and kubelets start pods only
-# after the cache's ttl, so a lost confirmation expires before the pod's next change heals
-# it. Every state of the machine shows within a minute or two.
-DEMO_FAULTS = {"bind_failure_rate": 0.3, "lose_event_rate": 0.02}
+# The embedded default's weather: calm, with a fault episode every few minutes, in turn
+# (simcluster/episodes.py): a minute of lost watch events (the comparer finds the drift and
+# the owner relists), of failing binds (some pods are forgotten), or of a slow warm pool
+# (claims wait and expire). The overview announces each as injected; between them the
+# health is green. Kubelets start pods only after the cache's ttl, so a confirmation lost
+# in an episode expires before the pod's next change heals it. The churn holds the pod
+# count where it starts.
+DEMO_WEATHER = {"episodes": ["failing-binds", "lost-events", "slow-pool"], "calm": 180,
+                "length": 60}
 DEMO_KUBELET = {"start_delay": 45.0}
-# Two warm pools whose claimed pods come back idle after 8 s (+2 s stopping), and claims
-# a little faster than "web" can serve, so its panel shows dispatches, waits and expiries.
+DEMO_CHURN = {"steady": True}
+# Two warm pools whose claimed pods come back idle after 8 s (+2 s stopping): "web" serves
+# 2.4 claims a second, asked for 1.5 (the slow-pool episode makes it starve).
 DEMO_POOLS = ("--pools", "web=24,batch=12", "--pool-hold", "8", "--pool-stop-delay", "2")
-DEMO_DEMAND = "web=3,batch=0.5"
+DEMO_DEMAND = "web=1.5,batch=0.5"
+
+
+def cluster_url(kubeconfig) -> str:
+    return yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
 
 
 def configure_simulated_cluster(kubeconfig):
-    url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+    url = cluster_url(kubeconfig)
     http = urllib3.PoolManager()
-    for action, knobs in (("faults", DEMO_FAULTS), ("kubelet", DEMO_KUBELET)):
+    for action, knobs in (("kubelet", DEMO_KUBELET), ("churn", DEMO_CHURN),
+                          ("weather", DEMO_WEATHER)):
         response = http.request("POST", f"{url}/simcluster/v1/{action}", json=knobs)
         if response.status != 200:
             raise CommandError(f"the simulated cluster refused {action} {knobs}: "
@@ -86,31 +98,61 @@ def configure_simulated_cluster(kubeconfig):
 
 
 def first_login(var_dir) -> str:
-    """The login to print: on a database without users, make `operator` (may act on pods)
-    with a random password kept in var/operator-password, readable by this user only."""
+    """The login to print: on a database without users, make `operator` (the operator role:
+    may act on pods) with a random password kept in var/operator-password, readable by
+    this user only."""
     from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
 
     users = get_user_model().objects
     password_file = var_dir / "operator-password"
     if not users.exists():
-        password = secrets.token_urlsafe(12)
-        operator = users.create_user("operator", password=password)
-        operator.user_permissions.add(Permission.objects.get(codename="act_on_pods"))
+        _, password = accounts.create_user("operator", accounts.OPERATOR)
         password_file.write_text(password + "\n")
         password_file.chmod(0o600)
     if password_file.exists() and users.filter(username="operator").exists():
         return f"log in as operator, password {password_file.read_text().strip()} ({password_file})"
-    return "log in with an existing account (manage.py createsuperuser makes one)"
+    return ("log in with an existing account (`manage.py createuser NAME --role operator` "
+            "makes one)")
 
 
-def manage(name, env, *argv) -> Child:
-    return Child(name, [sys.executable, "manage.py", *argv], env=env)
+def free_port() -> int:
+    """A loopback port the kernel had free a moment ago."""
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
 
 
-def celery(name, env, *argv) -> Child:
+def probed(env: dict) -> tuple[dict, str]:
+    """A child's environment serving /healthz, /readyz and /metrics on a free loopback port
+    (SCHEDVIEW_PROBE_ADDRESS), and that address, for the overview's link. A child that
+    restarts keeps its port."""
+    address = f"{HOST}:{free_port()}"
+    return dict(env, SCHEDVIEW_PROBE_ADDRESS=address), address
+
+
+def manage(name, env, *argv, probe=False) -> Child:
+    """A `manage.py` child; `probe`: it serves /metrics on a port of its own."""
+    address = ""
+    if probe:
+        env, address = probed(env)
+    return Child(name, [sys.executable, "manage.py", *argv], env=env, probe=address)
+
+
+def celery(name, env, *argv, probe=False) -> Child:
+    address = ""
+    if probe:
+        env, address = probed(env)
     return Child(name, [sys.executable, "-m", "celery", "-A", "dashboard", *argv,
-                        "--loglevel", "WARNING"], env=env)
+                        "--loglevel", "WARNING"], env=env, probe=address)
+
+
+def worker_env(env: dict, var_dir) -> dict:
+    """The worker's prefork children keep their metrics in files its /metrics sums
+    (PROMETHEUS_MULTIPROC_DIR, emptied here: it must be empty when the worker starts)."""
+    directory = var_dir / "worker-metrics"
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return dict(env, PROMETHEUS_MULTIPROC_DIR=str(directory))
 
 
 class Command(BaseCommand):
@@ -133,6 +175,7 @@ class Command(BaseCommand):
         env = children_env(simulated)
         supervisor = Supervisor(on_change=lambda states: supervised.publish(redis, states),
                                 say=self.stdout.write)
+        announcer = None
         try:
             with supervisor:
                 if settings.EMBEDDED_REDIS_SOCKET:
@@ -141,7 +184,7 @@ class Command(BaseCommand):
                         infrastructure=True, env=env))
                     embedded_redis.wait_until_ready(settings.REDIS_URL, server)
                 if simulated:
-                    # A few of its binds fail and events get lost, so every state shows.
+                    # Its faults come in announced episodes, so every state shows.
                     kubeconfig = settings.SCHEDVIEW_KUBECONFIG
                     kubeconfig.unlink(missing_ok=True)
                     cluster = supervisor.start(
@@ -149,15 +192,17 @@ class Command(BaseCommand):
                     wait_for_file(kubeconfig, cluster)
                     configure_simulated_cluster(kubeconfig)
                     demo_scenes.stage(kube.core_api())
+                    announcer = weather.Announcer(cluster_url(kubeconfig), redis).start()
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)
                 # Two owners: whichever takes the lease first leads, the other stands by.
-                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a"))
-                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b"))
+                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a", probe=True))
+                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b", probe=True))
                 supervisor.start(manage("pools", env, "pools", *(
-                    ("--demand", DEMO_DEMAND) if simulated else ())))
-                supervisor.start(celery("worker", env, "worker"))
+                    ("--demand", DEMO_DEMAND) if simulated else ()), probe=True))
+                supervisor.start(celery("worker", worker_env(env, settings.VAR_DIR), "worker",
+                                        probe=True))
                 # The children's setting: ours were read without the stand-in's period.
                 # ...and it needs an extender to call.
                 if (float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0
@@ -177,4 +222,6 @@ class Command(BaseCommand):
         except (embedded_redis.NotReady, CrashLoop) as error:
             raise CommandError(str(error)) from None
         finally:
+            if announcer is not None:
+                announcer.stop()
             supervised.clear(redis)

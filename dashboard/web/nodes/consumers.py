@@ -20,6 +20,7 @@ class NodesConsumer(LiveConsumer):
             return
         self._lock = threading.Lock()
         self._changed, self._whole = set(), True   # the push on connect redraws the body
+        self._extended = True
         # The rows shown are redrawn in place; which rows a page holds is redrawn only when
         # nodes come or go (a sort by use would otherwise reshuffle under the reader).
         self._shown = set(await database_sync_to_async(node_reads.page_names)(self.filters))
@@ -42,8 +43,10 @@ class NodesConsumer(LiveConsumer):
             context = views.node_table_context(self.filters)
             with self._lock:
                 self._shown = {row.name for row in context["nodes"].rows}
+                self._extended = context["nodes"].any_extended   # the table's columns
             return render_to_string("dashboard/nodes.html#node-table-body", context)
-        return "".join(render_to_string("dashboard/nodes.html#node-row", {"row": row})
+        return "".join(render_to_string("dashboard/nodes.html#node-row",
+                                        {"row": row, "nodes": {"any_extended": self._extended}})
                        for row in node_reads.node_rows(changed))
 
 class HeatMapConsumer(LiveConsumer):

@@ -7,11 +7,11 @@ per changed node, so 5,000 nodes are sorted by CPU use in SQL, not in Python.
 """
 from dataclasses import dataclass
 
-from django.db.models import F, TextField
+from django.db.models import Count, F, OuterRef, Subquery, TextField
 from django.db.models.fields.json import KeyTransform
-from django.db.models.functions import Cast
+from django.db.models.functions import Cast, Coalesce
 
-from dashboard.models import NodeRecord
+from dashboard.models import NodeRecord, PodRecord, PodState
 from dashboard.readmodel.read_model import MAX_PAGE
 from dashboard.web.query_params import query_string, texts, whole_number
 
@@ -20,8 +20,16 @@ RESOURCES = {"cpu": "cpu_percent", "memory": "memory_percent", "gpu": "gpu_perce
 # sort key -> ORDER BY, ascending; "-key" reverses it. Name breaks ties; a node without
 # the resource (no GPUs) sorts last both ways.
 SORTS = {"name": "name", "zone": "zone", "pods": "pods", "generation": "generation",
-         **{name: column for name, column in RESOURCES.items()}}
+         "assumed": "assumed_pods", **{name: column for name, column in RESOURCES.items()}}
 SORT_CHOICES = [key for name in SORTS for key in (name, f"-{name}")]
+
+
+def assumed_pods():
+    """A node's assumed pods, counted per row (an index range of PodRecord's (state, node)
+    index each): only when the table is sorted by them."""
+    counted = (PodRecord.objects.order_by().filter(state=PodState.ASSUMED, node=OuterRef("name"))
+               .values("node").annotate(n=Count("*")).values("n"))
+    return Coalesce(Subquery(counted), 0)
 
 
 class BadNodeFilter(ValueError):
@@ -78,6 +86,8 @@ class NodeFilters:
                 taints_text__icontains=self.taint)
         if self.above:
             records = records.filter(**{f"{RESOURCES[self.use]}__gte": self.above})
+        if self.sort.lstrip("-") == "assumed":
+            records = records.annotate(assumed_pods=assumed_pods())
         column = F(SORTS[self.sort.lstrip("-")])
         order = (column.desc(nulls_last=True) if self.sort.startswith("-")
                  else column.asc(nulls_last=True))

@@ -84,13 +84,28 @@ class NodeRow:
     extended: list[tuple[str, Usage]]
     assumed: int
     generation: int
+    # What explains a node's place in the table: whether the kubelet says it is Ready (None:
+    # no Ready condition), cordoned (spec.unschedulable) and its taints.
+    ready: bool | None = None
+    cordoned: bool = False
+    taints: tuple[tuple[str, str, str], ...] = ()   # (key, value, effect)
+
+
+def ready_of(conditions: list) -> bool | None:
+    for condition in conditions or ():
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return None
 
 
 def node_row(record: NodeRecord, assumed: int) -> NodeRow:
     rows = resources(record)
     return NodeRow(name=record.name, zone=record.zone or NO_ZONE, has_node=record.has_node,
                    cpu=rows[0][1], memory=rows[1][1], pods=rows[2][1], extended=_extended(rows),
-                   assumed=assumed, generation=record.generation)
+                   assumed=assumed, generation=record.generation,
+                   ready=ready_of(record.conditions), cordoned=record.unschedulable,
+                   taints=tuple((t.get("key", ""), t.get("value") or "", t.get("effect", ""))
+                                for t in record.taints or ()))
 
 
 def _assumed_on(names) -> dict:
@@ -106,6 +121,11 @@ class NodePage:
     page: Page
     total: int      # nodes matching the filters
     missing: int    # nodes deleted with pods left, of all
+
+    @property
+    def any_extended(self) -> bool:
+        """Whether a node of the page has extended resources (else no column for them)."""
+        return any(row.extended for row in self.rows)
 
 
 def nodes(filters: NodeFilters = NodeFilters()) -> NodePage:

@@ -20,22 +20,26 @@ def nodes(request):
 
 def node_table_context(filters) -> dict:
     """What nodes.html's table body prints (the page, and its live redraws)."""
-    return {"nodes": node_reads.nodes(filters), "filters": filters, **_node_links(filters)}
+    nodes = node_reads.nodes(filters)
+    return {"nodes": nodes, "filters": filters, **_node_links(filters, nodes.any_extended)}
 
 def _node_choices() -> dict:
     """What the nodes filter form offers."""
     return {"resources": list(node_query.RESOURCES), "zones": node_reads.zone_names()}
 
-# the table's sortable columns: (key, header)
-NODE_COLUMNS = [("name", "Node"), ("zone", "Zone"), ("cpu", "CPU"), ("memory", "Memory"),
-                ("pods", "Pods"), ("gpu", "Extended"), ("", "Assumed"),
-                ("generation", "Generation")]
+# the table's columns: (key, header); a key is the sort its header link asks for, "" none.
+# "gpu" (Extended) shows only when a node of the page has extended resources.
+NODE_COLUMNS = [("name", "Node"), ("zone", "Zone"), ("", "Ready"), ("", "Taints"),
+                ("cpu", "CPU"), ("memory", "Memory"), ("pods", "Pods"), ("gpu", "Extended"),
+                ("assumed", "Assumed"), ("generation", "Generation")]
 
-def _node_links(filters) -> dict:
+def _node_links(filters, extended: bool = True) -> dict:
     """The column headers (key, label, query for its sort, aria-sort) and the pager's
     prefix: the filters without the page."""
     columns = []
     for key, label in NODE_COLUMNS:
+        if key == "gpu" and not extended:
+            continue
         order = ("ascending" if filters.sort == key else
                  "descending" if filters.sort == f"-{key}" else "")
         flipped = f"-{key}" if order == "ascending" else key

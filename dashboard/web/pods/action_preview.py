@@ -1,9 +1,9 @@
-"""What forgetting or expiring an assumed pod will change on its node, shown before it is done.
+"""What an action on a pod will change on its node, shown before it is done.
 
-Why: an operator confirms an action on a page that says what it will do. Both
-actions take the pod out of its node's NodeInfo, so the node's requested and
+Why: an operator confirms an action on a page that says what it will do. Forgetting
+or expiring takes the pod out of its node's NodeInfo, so the node's requested and
 non-zero requested cpu and memory drop by the pod's requests and its pod count
-by one. Computed from the read model (NodeRecord, PodRecord), not the owner, so
+by one; assuming a pending pod on a node adds them. Computed from the read model (NodeRecord, PodRecord), not the owner, so
 the preview costs no command and works while the owner is busy; the owner's
 answer to the action itself carries the real before and after.
 
@@ -27,6 +27,13 @@ class Aggregates:
     memory: int
     non_zero_milli_cpu: int
     non_zero_memory: int
+
+    def plus(self, pod: PodRecord) -> "Aggregates":
+        cpu, memory = pod.milli_cpu or 0, pod.memory or 0
+        return Aggregates(
+            pods=self.pods + 1, milli_cpu=self.milli_cpu + cpu, memory=self.memory + memory,
+            non_zero_milli_cpu=self.non_zero_milli_cpu + (cpu or DEFAULT_MILLI_CPU_REQUEST),
+            non_zero_memory=self.non_zero_memory + (memory or DEFAULT_MEMORY_REQUEST))
 
     def minus(self, pod: PodRecord) -> "Aggregates":
         """Without `pod` (never below zero: a read model that lags must not print -1 pods)."""
@@ -88,10 +95,12 @@ def _memory(amount: int) -> str:
     return memory_text(amount) or "0 MiB"
 
 
-def preview(pod: PodRecord) -> Preview:
-    """The pod's node before and after the pod leaves it."""
-    node = NodeRecord.objects.filter(name=pod.node).first() if pod.node else None
+def preview(pod: PodRecord, onto: str = "") -> Preview:
+    """The pod's node before and after the pod leaves it; with `onto`, that node before
+    and after the pod is assumed on it."""
+    name = onto or pod.node
+    node = NodeRecord.objects.filter(name=name).first() if name else None
     if node is None:
-        return Preview(pod.node, False, None, None)
+        return Preview(name, False, None, None)
     before = node_aggregates(node)
-    return Preview(pod.node, True, before, before.minus(pod))
+    return Preview(name, True, before, before.plus(pod) if onto else before.minus(pod))

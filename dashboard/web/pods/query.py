@@ -12,8 +12,12 @@ substring of the pod's name, any case: a scan of the rows the other filters leav
 
 Pages are reached by cursor (keyset paging): a cursor holds the sort key of the row a
 page starts after (or ends before), so any page, the last of 150,000 pods included, is
-an index range rather than an offset that reads every row before it. Page numbers stay
-for older tools (an offset; one past the last is refused).
+an index range rather than an offset that reads every row before it. A cursor also holds
+the number of the page it leads to: under churn the rows before a cursor come and go, so
+a number derived from a position would say "page 1" on the second page. The last page
+holds what is left after the full pages before it (2,601-2,619 of 2,619, page 53 of 53),
+so the pages a person walks from either end are the same pages. Page numbers stay for
+older tools (an offset; one past the last is refused).
 """
 import base64
 import json
@@ -208,11 +212,7 @@ class PodPage:
     def has_next(self) -> bool:
         return self.first + len(self.rows) < self.total
 
-    @property
-    def number(self) -> int:
-        """The page this is, counted in pages of per_page from the first row (a page reached
-        from the end, the last, may not start on a multiple of per_page)."""
-        return self.first // self.filters.per_page + 1
+    number: int         # the page this is, 1 to `pages`
 
     @property
     def pages(self) -> int:
@@ -228,9 +228,11 @@ class PodPage:
         """The cursors of the pages around this one: "previous", "next" (None where there
         is none) and "last"; the first page needs none."""
         sort = self.filters.sort
-        return {"previous": (encode_cursor("before", sort, _key_of(self.rows[0], sort))
+        return {"previous": (encode_cursor("before", sort, _key_of(self.rows[0], sort),
+                                           max(1, self.number - 1))
                              if self.has_previous and self.rows else None),
-                "next": (encode_cursor("after", sort, _key_of(self.rows[-1], sort))
+                "next": (encode_cursor("after", sort, _key_of(self.rows[-1], sort),
+                                       min(self.pages, self.number + 1))
                          if self.has_next and self.rows else None),
                 "last": encode_cursor("before", sort, None)}
 
@@ -252,21 +254,26 @@ class PodPage:
         return [(state, by_state.get(state, 0)) for state in STATES]
 
 
-def encode_cursor(direction: str, sort: str, key: list | None) -> str:
-    """An opaque cursor: the rows after (or before) `key` in `sort` order; a `before`
-    cursor without a key is the last page."""
-    raw = json.dumps([direction, sort, key], default=str, separators=(",", ":"))
+def encode_cursor(direction: str, sort: str, key: list | None, page: int | None = None) -> str:
+    """An opaque cursor: the rows after (or before) `key` in `sort` order, which are page
+    `page`; a `before` cursor without a key is the last page."""
+    raw = json.dumps([direction, sort, key] + ([page] if page else []), default=str,
+                     separators=(",", ":"))
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str, sort: str) -> tuple[str, list | None]:
-    """(direction, key values as the columns hold them) of a cursor made for `sort`."""
+def _decode_cursor(cursor: str, sort: str) -> tuple[str, list | None, int | None]:
+    """(direction, key values as the columns hold them, the page number it leads to, when
+    it says) of a cursor made for `sort`. A cursor of three parts (no page) is one an
+    earlier version handed out: still followed."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        direction, made_for, key = json.loads(raw)
+        direction, made_for, key, *page = json.loads(raw)
+        page = page[0] if len(page) == 1 else None if not page else "too long"
         columns = SORTS[made_for.lstrip("-")]
         if direction not in ("after", "before") or (
-                key is not None and (not isinstance(key, list) or len(key) != len(columns))):
+                key is not None and (not isinstance(key, list) or len(key) != len(columns))) or (
+                page is not None and (type(page) is not int or not 1 <= page <= MAX_PAGE)):
             raise ValueError(direction)
         if key is not None:
             key = [PodRecord._meta.get_field(c).to_python(v) for c, v in zip(columns, key)]
@@ -275,7 +282,7 @@ def _decode_cursor(cursor: str, sort: str) -> tuple[str, list | None]:
                         "or last_cursor from an answer)") from None
     if made_for != sort:
         raise BadFilter(f"cursor: made for sort {made_for!r}, not {sort!r}")
-    return direction, key
+    return direction, key, page
 
 
 def _key_of(row: PodRow, sort: str) -> list:
@@ -310,8 +317,9 @@ def query_pods(filters: PodFilters, now: float | None = None) -> PodPage:
     records = filters.records()
     total = records.order_by().count()
     per_page = filters.per_page
+    pages = max(1, -(-total // per_page))
     if filters.cursor:
-        direction, key = _decode_cursor(filters.cursor, filters.sort)
+        direction, key, number = _decode_cursor(filters.cursor, filters.sort)
         if direction == "after":
             found = list(_beyond(records, filters.sort, key, later=True)[:per_page])
             # the rows up to the cursor's key come before this page
@@ -320,19 +328,24 @@ def query_pods(filters: PodFilters, now: float | None = None) -> PodPage:
             backwards = _reversed(records, filters.sort)
             if key is not None:
                 backwards = _beyond(backwards, filters.sort, key, later=False)
-            found = list(backwards[:per_page])[::-1]
+            else:   # the last page: what the full pages before it leave
+                number = pages
+            size = per_page if key is not None else total - (pages - 1) * per_page
+            found = list(backwards[:max(1, size)])[::-1]
             before = (total if key is None else
                       _beyond(records, filters.sort, key, later=False).order_by().count())
             first = before - len(found)
+        if number is None:   # an earlier version's cursor: the page its position falls in
+            number = max(0, first) // per_page + 1
     else:
-        pages = max(1, -(-total // per_page))
         if filters.page > pages:
             raise BadFilter(f"page: {filters.page} is past the last page, {pages} "
                             f"({total} pods, {per_page} a page)")
+        number = filters.page
         first = (filters.page - 1) * per_page
         found = list(records[first:first + per_page])
     rows = [pod_row(record, now) for record in found]
-    return PodPage(filters, rows, total, max(0, first), now)
+    return PodPage(filters, rows, total, max(0, first), now, min(number, pages))
 
 
 MAX_NAMESPACES = 1000   # the picker lists at most this many

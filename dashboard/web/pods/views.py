@@ -7,13 +7,12 @@ consumers reuse the same pieces. Bad input gets a page that says what was wrong 
 """
 import time
 
-from django.core.exceptions import PermissionDenied
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from dashboard.readmodel import read_model
-from dashboard.models import ACT_PERMISSION
+from dashboard.models import ACT_PERMISSION, NodeRecord, PodState
 from dashboard.web.pages import render_page
 from dashboard.web.pods import actions
 from dashboard.web.pods.action_preview import preview
@@ -31,15 +30,27 @@ from dashboard.web.pods.query import (
 from dashboard.web.pods.spec import pod_spec
 from dashboard.wire.commands import CommandError
 
-# action in the URL -> (what runs it, its button's words, what it does, in a sentence)
+# action in the URL -> (what runs it: run(history, actor, node), its button's words, what
+# it does in a sentence, the state a pod must be in). A page offers an action only to a pod
+# in its state: Forget and Expire on an Added pod ended in the owner's 409.
 ACTIONS = {
-    "forget": (actions.forget_pod, "Forget",
+    "forget": (lambda history, actor, node: actions.forget_pod(history.uid, actor), "Forget",
                "The pod leaves the cache at once and its node no longer counts it, as when "
-               "its bind fails. The pod itself is untouched: it is pending again."),
-    "expire": (actions.expire_pod, "Expire now",
+               "its bind fails. The pod itself is untouched: it is pending again.",
+               PodState.ASSUMED),
+    "expire": (lambda history, actor, node: actions.expire_pod(history.uid, actor),
+               "Expire now",
                "The pod expires as the reaper would once its time is up: it leaves the cache "
-               "and its node no longer counts it, until the watch sees it bound."),
+               "and its node no longer counts it, until the watch sees it bound.",
+               PodState.ASSUMED),
+    "assume": (lambda history, actor, node: actions.schedule_pod(
+                   history.namespace, history.name, node, actor), "Assume",
+               "The pod is assumed on the node in the cache, as the scheduler's filter does, "
+               "and its bind is queued: the node counts it from now on. The scheduling "
+               "algorithm's filters must let it fit there (the owner says why not, if not).",
+               PodState.PENDING),
 }
+NODE_CHOICES = 500     # node names a pending pod's page offers to assume it on
 # the list's columns: (key, header, the sort its header link asks for, None: not sortable)
 COLUMNS = [("namespace", "Namespace", "name"), ("name", "Pod", None),
            ("state", "State", "state"), ("node", "Node", "node"), ("zone", "Zone", "zone"),
@@ -130,11 +141,19 @@ def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
     done = request.GET.get("done")
     owner = read_model.owner_status()
     spec, spec_note = pod_spec(uid, owner.live)
+    can_act = request.user.has_perm(ACT_PERMISSION)
+    state = context["history"].state
     context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
-                   owner=owner, spec=spec, spec_note=spec_note,
-                   can_act=request.user.has_perm(ACT_PERMISSION),
-                   actions=[(name, words) for name, (_, words, _) in ACTIONS.items()])
+                   owner=owner, spec=spec, spec_note=spec_note, can_act=can_act,
+                   actions=[(name, words, needs) for name, (_, words, _, needs)
+                            in ACTIONS.items() if needs == state],
+                   node_names=_node_names() if can_act and state == PodState.PENDING else [])
     return render_page(request, "dashboard/pod_detail.html", "pod-live", context, status=status)
+
+
+def _node_names() -> list[str]:
+    return list(NodeRecord.objects.filter(has_node=True).order_by("name")
+                .values_list("name", flat=True)[:NODE_CHOICES])
 
 
 @require_http_methods(["GET", "POST"])
@@ -144,19 +163,29 @@ def pod_action(request, uid: str, action: str):
     if action not in ACTIONS:
         return _missing(request, uid, bad_action=action)
     if not request.user.has_perm(ACT_PERMISSION):
-        raise PermissionDenied(f"{action} needs the act_on_pods permission")
+        # Answered, not raised: a refusal a viewer meets is expected, and Django logs a
+        # raised PermissionDenied with its whole traceback.
+        return render(request, "403.html", {"exception": f"{action} needs the act_on_pods "
+                                            "permission (the operator role)"}, status=403)
     history = pod_history(uid)
     if history is None:
         return _missing(request, uid)
-    run, words, explanation = ACTIONS[action]
+    run, words, explanation, needs = ACTIONS[action]
     posted = request.POST.get("action")
     if request.method == "POST" and posted not in (None, action):
         return _detail_page(request, uid, status=400,
                             error=f"the form asked for {posted!r} on the {action!r} page; "
                                   "nothing was done")
+    node = ""
+    if action == "assume":
+        node = (request.POST.get("node") or request.GET.get("node") or "").strip()
+        if not NodeRecord.objects.filter(name=node[:253]).exists():
+            return _detail_page(request, uid, status=400,
+                                error=f"Assume: no node named {node[:80]!r} in the cache; "
+                                      "nothing was done")
     if request.method == "POST" and request.POST.get("confirm") == "yes":
         try:
-            run(uid, request.user.get_username())
+            run(history, request.user.get_username(), node)
         except CommandError as exc:
             return _detail_page(request, uid, status=exc.status,
                                 error=f"{words} refused: {exc.message}. Nothing was changed.")
@@ -164,5 +193,5 @@ def pod_action(request, uid: str, action: str):
     record = history.record
     return render_page(request, "dashboard/pod_action.html", "confirmation", {
         "history": history, "action": action, "words": words, "explanation": explanation,
-        "preview": preview(record) if record is not None else None,
-        "assumed": history.assumed})
+        "preview": (preview(record, node) if record is not None else None),
+        "needs": needs, "in_state": history.state == needs, "node": node})

@@ -5,6 +5,7 @@ import time
 from dataclasses import dataclass, field
 
 from dashboard.clients.pools_transport import read_status
+from dashboard.readmodel.read_model import window_text
 
 CHART_WIDTH, CHART_HEIGHT = 640, 150     # the bars' area
 CHART_TOP, CHART_LABELS = 16, 30          # room for the counts above, the buckets below
@@ -34,6 +35,10 @@ class PoolPanel:
     def _ms(self, name):
         seconds = self.status["metrics"]["latency"][name]
         return None if seconds is None else f"{seconds * 1000:g}"
+
+    @property
+    def window_text(self) -> str:
+        return window_text(self.status["recent"]["window"]) if self.status.get("recent") else ""
 
     @property
     def p50_ms(self):

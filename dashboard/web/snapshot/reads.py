@@ -17,7 +17,7 @@ from dashboard.models import NodeRecord, SnapshotSample
 from dashboard.readmodel.read_model import ago
 
 CHART_SAMPLES = 300   # the latest samples drawn (5 minutes at one a second)
-NODES_SHOWN = 100     # in each list of nodes
+NODES_SHOWN = 20      # in each list of nodes, then "… and N more" (the whole list is on Nodes)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def snapshot_page(now: datetime | None = None) -> SnapshotPage:
     by_recency = NodeRecord.objects.order_by("-generation", "name").values_list(
         "name", "generation", "zone", "has_node")
     recent = _changed(by_recency)
-    node_count = len(recent) if len(recent) < NODES_SHOWN else by_recency.count()
+    node_count = by_recency.count()
     if latest is None:
         return SnapshotPage(None, recent[0].generation if recent else 0, "", None, [], [], 0,
                             recent, node_count=node_count)

@@ -1,4 +1,4 @@
-"""The statuses page, live: the section is pushed again when the extender's statuses moved.
+"""The statuses page, live: its rows are pushed again when the extender's statuses moved.
 
 Statuses change on kube-scheduler's calls (a pod starts waiting, its reasons
 change) as well as on cache events, so the consumer does not look at the events:
@@ -40,4 +40,4 @@ class StatusesConsumer(LiveConsumer):
             context.update(list_context(self.state, self.page))
         except CommandError as exc:
             context["error"] = exc.message
-        return render_to_string(f"{TEMPLATE}#status-list", context)
+        return render_to_string(f"{TEMPLATE}#status-rows", context)

@@ -106,7 +106,21 @@ def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
         reader, output = drain(process)
         assert (tmp_path / "redis.sock").exists()
         # The simulated cluster's nodes reach the page through the owner's read model.
-        page_showing(logged_in(base, started), f"{base}/nodes/", "node-zone-a-00000")
+        session = logged_in(base, started)
+        page_showing(session, f"{base}/nodes/", "node-zone-a-00000")
+        # The owners', pools' and worker's metrics are served on loopback ports the
+        # overview links to; the simulated cluster's fault episodes are announced there.
+        overview = page_showing(session, f"{base}/", "Injected faults")
+        probes = dict(re.findall(r'<th scope="row">([\w-]+)</th><td class="num">\d+</td>'
+                                 r'<td class="num">\d+</td>\s*<td><a href="'
+                                 r'(http://127\.0\.0\.1:\d+)/metrics">', overview))
+        assert set(probes) == {"owner-a", "owner-b", "pools", "worker"}, overview
+        leading = wait_for(lambda: next((name for name in ("owner-a", "owner-b")
+                                         if "schedview_cache_pods" in requests.get(
+                                             f"{probes[name]}/metrics").text), None),
+                           60, "the leading owner's metrics")
+        assert leading and "schedview_pool_claims" in requests.get(f"{probes['pools']}/metrics").text
+        assert requests.get(f"{probes['worker']}/healthz").status_code == 200
         with urlopen(f"http://127.0.0.1:{port}/static/schedview.css") as response:
             assert response.status == 200
         process.send_signal(signal.SIGINT)
@@ -199,7 +213,8 @@ def test_up_restarts_a_killed_owner_and_the_standby_takes_over_and_nothing_outli
         page_showing(session, f"http://127.0.0.1:{port}/events/?kind=owner_leading",
                      f"<td>{standby}</td>", timeout=30)
         assert f"Leading: <strong>{standby}</strong>" in overview
-        assert re.search(rf"<td>{first}</td><td>{back['pid']}</td><td>1</td>", overview)
+        assert re.search(rf'<th scope="row">{first}</th><td class="num">{back["pid"]}</td>'
+                         rf'<td class="num">1</td>', overview)
 
         # However the supervisor ends, its children end with it: here, SIGKILL.
         everything = descendants(process.pid)

@@ -8,7 +8,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from dashboard.models import ComparerRun, HealthSample, PodRecord, Transition
-from dashboard.readmodel import health
+from dashboard.readmodel import health, read_model
 from dashboard.readmodel.health import FAIL, OK, WARN, SchedulingProgress, Thresholds
 from dashboard.readmodel.read_model import OwnerStatus
 from dashboard.wire.clients import redis_client
@@ -106,7 +106,10 @@ def test_bind_failures_by_percent_once_there_are_enough():
     assert health.bind_failures_check(95, 5, T).level == OK
     assert health.bind_failures_check(85, 15, T).level == WARN
     high = health.bind_failures_check(60, 40, T)
-    assert high.level == FAIL and high.message.startswith("40% of binds failed")
+    # The figure names its window: the banner, the panel and the binds panel show it alike.
+    assert high.level == FAIL
+    assert high.message == "40% of binds failed in the last minute (40 of 100)"
+    assert "in the last minute (too few to judge)" in health.bind_failures_check(1, 2, T).message
 
 
 def test_pools_by_queue_against_capacity():
@@ -119,6 +122,29 @@ def test_pools_by_queue_against_capacity():
     assert warn.level == WARN and "p1: 60 of 100 queued" in warn.message
     assert health.pools_check(pools(95, 60), T).level == FAIL
     assert health.pools_check(pools(10), T).link == "/pools/"
+
+
+def starving(**recent):
+    """The web pool of issue 25: no idle pod, 15 claims queued of 1,024."""
+    return {"pools": {"web": {"queue_length": 15, "capacity": 1024, "idle_ready": 0,
+                              "recent": dict({"window": 60, "claims": 0, "claimed": 0,
+                                              "expired": 0, "wait_p99": None}, **recent)}}}
+
+
+def test_a_starving_pool_is_judged_by_its_waits_and_expiries_not_its_short_queue():
+    """0 idle pods, 15 of 1,024 claims queued, p99 = 5 s waits, claims expiring: health
+    said "ok, queues short"."""
+    assert health.pools_check(starving(), T).level == OK
+    slow = health.pools_check(starving(claims=40, claimed=40, wait_p99=2.0), T)
+    assert slow.level == WARN
+    assert slow.message == "Claims starve: web: claims waited up to 2 s (p99) in the last minute"
+    # A p99 is a bucket's upper bound: waits of at most 1 s are within a 1 s threshold.
+    assert health.pools_check(starving(claims=40, claimed=40, wait_p99=1.0), T).level == OK
+    starved = health.pools_check(starving(claims=50, claimed=30, expired=20, wait_p99=10.0), T)
+    assert starved.level == FAIL
+    assert "web: claims waited up to 10 s (p99) in the last minute, 20 of 50 claims expired " \
+           "in the last minute" in starved.message
+    assert health.pools_check(starving(claims=5, expired=5), T).level == OK   # too few to judge
 
 
 def test_samples_older_than_three_periods_mean_beat_is_not_running():
@@ -244,7 +270,7 @@ def test_bind_failures_come_from_the_samples_of_the_window(owner_reports, settin
     for age, binds, failures in ((10, 30, 15), (40, 30, 5), (100, 0, 100)):
         HealthSample.objects.create(at=now - timedelta(seconds=age), period=10, level="ok",
                                     binds=binds, bind_failures=failures)
-    assert health.sampled_bind_outcomes(now - timedelta(seconds=60)) == (60, 20)
+    assert read_model.sampled_bind_outcomes(now - timedelta(seconds=60)) == (60, 20)
     owner_reports(pending=0)
     check = next(c for c in health.gather(now).checks if c.name == "bind_failures")
     assert check.level == WARN and "25%" in check.message

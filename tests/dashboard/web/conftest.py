@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))   # livest
 @pytest.fixture
 def real_owner(redis_url, transactional_db):
     """A CacheOwner with a node n1, an assumed pod "web" (500m, 256Mi) and an added pod
-    "db" on it, its rows written; then serving commands from Redis in a thread (as
+    "db" on it, a pending pod "queued" (250m, 128Mi), its rows written; then serving commands from Redis in a thread (as
     `manage.py watch` does, without the reflectors). Yields (owner, {name: uid})."""
     redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
     writer = ProjectionWriter().start()
@@ -30,9 +30,10 @@ def real_owner(redis_url, transactional_db):
                        seq_base=0, epoch=1)
     web = make_pod("web", requests={"cpu": "500m", "memory": "256Mi"})
     db = make_pod("db", node_name="n1", requests={"cpu": "1", "memory": "1Gi"})
-    for item in synced_items([make_node("n1")], [web, db]):
+    queued = make_pod("queued", requests={"cpu": "250m", "memory": "128Mi"})   # stays pending
+    for item in synced_items([make_node("n1")], [web, db, queued]):
         owner.apply(item)
-    uids = {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in (web, db)}
+    uids = {pod["metadata"]["name"]: pod["metadata"]["uid"] for pod in (web, db, queued)}
     owner.commands.handlers["assume"]({"uid": uids["web"], "node": "n1"}, "scheduler")
     owner.flush()
     assert writer.wait_idle(timeout=30)

@@ -134,10 +134,10 @@ def test_overview_shows_a_live_owner(client, owner):
     section = squash(html.split('<section class="panel" id="owner-status">')[1].split("</section>")[0])
     assert "Owner live" in section and "syncing" in section
     assert "<dt>Synced</dt><dd>no: still listing</dd>" in section
-    assert "<dt>Sequence number</dt><dd>4321</dd>" in section
+    assert "<dt>Sequence number</dt><dd>4,321</dd>" in section
     assert "<dt>Feed backlog</dt><dd>1,700</dd>" in section
     assert "<dt>Feed lag</dt><dd>2.3 s</dd>" in section
-    assert "<dt>Not yet on these pages</dt><dd>30000</dd>" in section
+    assert "<dt>Not yet on these pages</dt><dd>30,000</dd>" in section
     assert "<dt>Reported</dt><dd>3 s ago</dd>" in section
 
 
@@ -264,3 +264,21 @@ def test_pages_work_without_javascript(client, url, _section):
     for other, _ in PAGES:
         assert f'href="{other}"' in html
     assert ">Refresh</a>" not in html
+
+
+@pytest.mark.parametrize("who", ["viewer_client", "client"])
+def test_an_unknown_path_is_our_404_page_in_debug_too(who, request, settings):
+    """Django's DEBUG page listed the whole URLconf to anyone who mistyped a path."""
+    settings.DEBUG = True
+    response = request.getfixturevalue(who).get("/no-such-page/")
+    html = response.content.decode()
+    assert response.status_code == 404
+    assert "There is no page at this address." in html
+    assert "Using the URLconf" not in html and "Page not found at" not in html
+    # A missing slash is still put right, and the API keeps its JSON.
+    assert request.getfixturevalue(who).get("/nodes").status_code == 301
+    assert request.getfixturevalue(who).get("/api/v1/nowhere").json()
+
+
+def test_the_header_links_the_api_docs(viewer_client):
+    assert 'href="/api/v1/docs"' in viewer_client.get("/nodes/").content.decode()

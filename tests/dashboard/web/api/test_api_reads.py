@@ -61,15 +61,21 @@ def test_the_pod_list_walks_by_cursor_to_the_last_page_and_back(api, pods):
     assert first["prev_cursor"] is None
     seen, body = [i["name"] for i in first["items"]], first
     while body["next_cursor"]:
+        number = body["page"]
         body = api.get(f"/api/v1/pods?per_page=2&cursor={body['next_cursor']}").json()
         assert body["next_page"] is None          # cursors lead to cursors
+        assert body["page"] == number + 1         # the cursor carries the page's number
         seen += [i["name"] for i in body["items"]]
     assert seen == ["db-1", "queue-1", "stuck-1", "web-1", "web-2"]
+    # The last page holds what the full pages before it leave, numbered last; the page
+    # before it is page 2 as walked forwards (it answered 500 rows "page 5 of 6"
+    # overlapping page 5).
     last = api.get(f"/api/v1/pods?per_page=2&cursor={first['last_cursor']}").json()
-    assert [i["name"] for i in last["items"]] == ["web-1", "web-2"]
-    assert (last["first"], last["next_cursor"]) == (4, None)
+    assert [i["name"] for i in last["items"]] == ["web-2"]
+    assert (last["first"], last["page"], last["pages"], last["next_cursor"]) == (5, 3, 3, None)
     before = api.get(f"/api/v1/pods?per_page=2&cursor={last['prev_cursor']}").json()
-    assert [i["name"] for i in before["items"]] == ["queue-1", "stuck-1"]
+    assert [i["name"] for i in before["items"]] == ["stuck-1", "web-1"]
+    assert (before["first"], before["page"]) == (3, 2)
 
 
 def test_a_page_number_past_the_last_is_a_400_naming_the_last(api, pods):

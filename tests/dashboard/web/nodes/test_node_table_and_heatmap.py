@@ -8,7 +8,7 @@ from dashboard.models import NodeRecord
 from dashboard.web.nodes import heatmap
 from dashboard.web.nodes.heatmap import heat_map, level
 from dashboard.web.nodes.query import BadNodeFilter, NodeFilters
-from tests.dashboard.web.nodes.nodepages import get, node
+from tests.dashboard.web.nodes.nodepages import get, node, pod
 
 pytestmark = pytest.mark.django_db
 
@@ -74,20 +74,46 @@ def test_the_nodes_page_filters_sorts_and_keeps_the_query_on_its_socket(viewer_c
     assert "use: one of cpu, memory, gpu" in html
 
 
+def test_the_table_says_what_explains_a_node_and_sorts_by_assumed_pods(viewer_client, cluster):
+    """Sorting by CPU put `dedicated=infra` nodes first with no visible reason: Ready,
+    cordon and taints are columns; Assumed sorts; an Extended column only with them."""
+    NodeRecord.objects.filter(name="a1").update(unschedulable=True, conditions=[
+        {"type": "Ready", "status": "False", "reason": "KubeletNotReady"}])
+    NodeRecord.objects.filter(name="a2").update(conditions=[{"type": "Ready", "status": "True"}])
+    for i in range(3):
+        pod(f"x{i}", "Assumed", node="a2")
+    pod("y0", "Assumed", node="b1")
+    assert names(sort="-assumed") == ["a2", "b1", "a1"]
+    assert names(sort="assumed") == ["a1", "b1", "a2"]
+    response, html = get(viewer_client, "/nodes/?zone=zone-a")
+    rows = {row.name: row for row in response.context["nodes"].rows}
+    assert (rows["a1"].ready, rows["a1"].cordoned, rows["a2"].ready) == (False, True, True)
+    assert rows["a2"].taints == (("dedicated", "batch", "NoSchedule"),)
+    assert '<span class="badge bad">NotReady</span> <span class="badge warn" ' in html
+    assert '<code class="label">dedicated=<wbr>batch:<wbr>NoSchedule</code>' in html
+    assert '<a href="/nodes/?zone=zone-a" title="zone-a">zone-a</a>' in html
+    assert ">Extended<" not in html                        # no node of the page has any
+    assert re.search(r'<th scope="col" class="num"><a href="\?zone=zone-a&amp;sort=assumed"', html)
+    _, html = get(viewer_client, "/nodes/")
+    assert ">Extended<" not in html    # b1's GPUs come from gpu_percent only, no scalar
+    assert get(viewer_client, "/nodes/?sort=-assumed")[0].status_code == 200
+
+
 def test_levels_step_at_the_thresholds():
-    assert [level(p) for p in (None, 0, 49.9, 50, 70, 85, 95, 100, 100.1)] == [
-        "none", "0", "0", "1", "2", "3", "4", "4", "over"]
+    # Ten steps: memory at 12-33 % on every node was one colour with a first step at 50 %.
+    assert [level(p) for p in (None, 0, 9.9, 12, 25, 33, 50, 85, 95, 100, 100.1)] == [
+        "none", "0", "0", "1", "2", "3", "5", "8", "9", "9", "over"]
 
 
 def test_the_heat_map_draws_one_cell_per_node_by_zone_with_a_legend(viewer_client, cluster):
     response, html = get(viewer_client, "/heatmap/?metric=gpu")
     assert re.findall(r'<a id="heat-([^"]+)" class="h-([^"]+)" href="/nodes/\1/"', html) == [
-        ("a1", "none"), ("a2", "none"), ("b1", "2")]
+        ("a1", "none"), ("a2", "none"), ("b1", "7")]
     assert 'title="b1: 75% of its GPUs requested"' in html and 'title="a1: no GPUs"' in html
     assert re.search(r'<i class="h-none"></i> no GPUs <small class="muted">2</small>', html)
     assert 'ws-connect="/ws/heatmap/?metric=gpu"' in html
     _, html = get(viewer_client, "/heatmap/")
-    assert re.search(r'id="heat-a1" class="h-3"', html)       # CPU by default: 90%
+    assert re.search(r'id="heat-a1" class="h-9"', html)       # CPU by default: 90%
     _, html = get(viewer_client, "/heatmap/?metric=disk", status=400)
     assert "metric: one of cpu, memory, gpu" in html
 

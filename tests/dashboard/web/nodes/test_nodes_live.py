@@ -159,7 +159,7 @@ async def test_the_heat_map_gets_the_cells_that_moved_and_its_legend(redis_url, 
         await flush([event(1, node="n2")])
         html = await ws.receive_from(timeout=WAIT)
         assert html.strip().startswith('<ul id="heat-legend"')
-        assert re.findall(r'<a id="heat-([^"]+)" class="h-([^"]+)"', html) == [("n2", "4")]
+        assert re.findall(r'<a id="heat-([^"]+)" class="h-([^"]+)"', html) == [("n2", "9")]
         await nodes("n3")
         await flush([event(2, "node_added", key="n3", node="")])
         html = await ws.receive_from(timeout=WAIT)

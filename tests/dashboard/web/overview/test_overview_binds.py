@@ -1,13 +1,15 @@
 """The overview's bind panel: Celery's queue length in Redis, and the failure rate of the
-binds that ended recently, from the history."""
+binds that ended in the health window, from the health samples (the banner's figure)."""
 from datetime import timedelta
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.test import override_settings
 from django.utils import timezone
 
 from dashboard.celery import app as celery_app
+from dashboard.models import HealthSample
 from dashboard.readmodel import read_model
 from dashboard.wire.clients import redis_client
 from tests.dashboard.web.nodes.nodepages import get, squash, transition
@@ -37,25 +39,33 @@ def test_the_overview_counts_the_queued_tasks(viewer_client, queue):
     assert "<dt>Queued</dt><dd>3 tasks <small>in Celery's queue</small>" in binds_panel(html)
 
 
-def test_the_failure_rate_counts_the_binds_that_ended_in_the_last_minutes(viewer_client, queue):
-    now = timezone.now()
-    for seq in range(1, 4):
-        transition(seq, "pod_binding_finished", cause="bind", at=now - timedelta(minutes=1))
-    transition(4, "pod_forgotten", cause="bind", at=now - timedelta(seconds=10))
-    transition(5, "pod_forgotten", cause="bind", at=now - timedelta(minutes=6))     # too old
-    transition(6, "pod_forgotten", cause="operator", at=now)                         # no bind
-    transition(7, "pod_binding_finished", cause="bind", at=now - timedelta(hours=2))  # too old
+def sample(age: float, binds: int, failures: int):
+    """A health sample taken `age` seconds ago, counting the binds of its period."""
+    HealthSample.objects.create(at=timezone.now() - timedelta(seconds=age), period=10,
+                                level="ok", binds=binds, bind_failures=failures)
+
+
+def test_the_failure_rate_is_the_health_windows_and_says_so(viewer_client, queue, settings):
+    """Banner 101/418, health 121/501, this panel 117/507 "last 5 minutes": one figure now,
+    over the health window, named."""
+    settings.SCHEDVIEW_HEALTH_WINDOW = 60
+    sample(10, 2, 1)
+    sample(40, 1, 0)
+    sample(70, 50, 50)        # older than the window
+    cache.clear()             # the health pages share, judged a moment ago
     response, html = get(viewer_client, "/")
     binds = response.context["overview"].binds
     assert (binds.finished, binds.failed, binds.failure_percent) == (3, 1, 25)
     panel = binds_panel(html)
     assert 'value="25">25%</meter> 25%' in panel
-    assert "1 of 4 binds failed in the last 5 minutes" in panel
+    assert "1 of 4 binds failed in the last minute" in panel
+    check = next(c for c in response.context["health"].checks if c.name == "bind_failures")
+    assert "1 of 4 binds failed in the last minute" in check.message
 
 
-def test_a_bind_counts_once_whether_the_watch_or_the_binder_told_first(viewer_client, queue):
+def test_a_bind_counts_once_whether_the_watch_or_the_binder_told_first():
     """On a real API server the watch confirms most bound pods before the binder reports;
-    extender binds and bind deadlines count too."""
+    extender binds and bind deadlines count too. (A sample counts its seconds this way.)"""
     now = timezone.now() - timedelta(seconds=30)
     transition(1, "pod_confirmed", key="uid-a", from_state="Assumed", at=now)     # watch first
     transition(2, "pod_confirmed", key="uid-b", from_state="Assumed", at=now)
@@ -64,18 +74,18 @@ def test_a_bind_counts_once_whether_the_watch_or_the_binder_told_first(viewer_cl
     transition(4, "pod_forgotten", key="uid-c", cause="extender", at=now)        # bind refused
     transition(5, "pod_forgotten", key="uid-d", cause="bind deadline", at=now)
     transition(6, "pod_added", key="uid-e", from_state="Initial", at=now)        # not a bind
-    binds = get(viewer_client, "/")[0].context["overview"].binds
-    assert (binds.finished, binds.failed, binds.failure_percent) == (2, 2, 50)
+    transition(7, "pod_forgotten", key="uid-f", cause="operator", at=now)        # not a bind
+    assert read_model.bind_outcomes(now - timedelta(seconds=1)) == (2, 2)
 
 
 def test_no_binds_is_said_plainly(viewer_client, queue):
-    assert "no binds ended in the last 5 minutes" in binds_panel(get(viewer_client, "/")[1])
-    assert read_model.BindHealth(0, 0, 0, 5).failure_percent == 0
+    assert "no binds ended in the last minute" in binds_panel(get(viewer_client, "/")[1])
+    assert read_model.BindHealth(0, 0, 0, 60).failure_percent == 0
 
 
 @override_settings(REDIS_URL="unix:///nonexistent/schedview-test.sock")
 def test_an_unreachable_redis_is_said_and_the_rest_still_shows(viewer_client):
-    transition(1, "pod_forgotten", cause="bind", at=timezone.now())
+    sample(5, 0, 1)
     response, html = get(viewer_client, "/")
     assert response.context["overview"].binds.queued is None
     panel = binds_panel(html)

@@ -38,11 +38,16 @@ def test_the_overview_lists_the_supervised_processes_and_their_restarts(viewer_c
         {"name": "owner-a", "pid": 41, "started": 1.0e9, "restarts": 0, "last_restart": None,
          "last_exit": None},
         {"name": "worker", "pid": 52, "started": 1.0e9, "restarts": 2,
-         "last_restart": 1.7e9, "last_exit": -9}])
+         "last_restart": 1.7e9, "last_exit": -9, "probe": "127.0.0.1:41234"}])
     response, html = get(viewer_client, "/")
     children = response.context["overview"].processes.children
     assert [(c.name, c.pid, c.restarts, c.last_exit) for c in children] == [
         ("owner-a", 41, 0, None), ("worker", 52, 2, -9)]
     panel = squash(html.split('<section class="panel" id="processes">')[1].split("</section>")[0])
-    assert "<td>owner-a</td><td>41</td><td>0</td> <td>–</td>" in panel
-    assert "<td>worker</td><td>52</td><td>2</td> <td>" in panel and "(exit code -9)" in panel
+    assert ('<th scope="row">owner-a</th><td class="num">41</td><td class="num">0</td> '
+            '<td><span class="muted">–</span></td>') in panel
+    # Its metrics are a link away, and a restart says when (in the one time format).
+    assert ('<th scope="row">worker</th><td class="num">52</td><td class="num">2</td> '
+            '<td><a href="http://127.0.0.1:41234/metrics">/metrics</a></td>') in panel
+    assert ('restarted <time datetime="2023-11-14T22:13:20.000Z" data-moment '
+            'title="2023-11-14 22:13:20 UTC">2023-11-14 22:13:20 UTC</time>, exit code -9') in panel

@@ -64,3 +64,37 @@ def test_the_state_machine_refuses_and_nothing_changes(real_owner, operator_clie
     assert owner.cache.generation == generation
     [audit] = AuditAction.objects.all()
     assert not audit.ok and audit.details["status"] == 409
+
+
+def test_an_added_pod_offers_no_forget_and_a_pending_one_offers_assume(real_owner,
+                                                                       operator_client):
+    """Forget and Expire on an Added pod ended in a 409 after confirmation; there was no
+    Assume in the pages."""
+    _, uids = real_owner
+    added = operator_client.get(f"/pods/{uids['db']}/").content.decode()
+    assert 'value="forget"' not in added and 'value="assume"' not in added
+    asked = operator_client.get(f"/pods/{uids['db']}/forget/").content.decode()
+    assert "Only an Assumed pod can be forgotten: this one is <strong>Added</strong>" in asked
+    assert 'id="confirm"' not in asked
+    pending = operator_client.get(f"/pods/{uids['queued']}/").content.decode()
+    assert 'value="assume"' in pending and 'value="forget"' not in pending
+    assert '<option value="n1">' in pending
+
+
+def test_an_operator_assumes_a_pending_pod_on_a_node_after_confirming(real_owner,
+                                                                      operator_client):
+    owner, uids = real_owner
+    uid = uids["queued"]
+    asked = operator_client.post(f"/pods/{uid}/assume/", {"action": "assume", "node": "n1"})
+    html = asked.content.decode()
+    assert asked.status_code == 200 and 'id="confirm"' in html and "Assume on n1" in html
+    assert re.search(r'Pods</th><td class="num">2</td><td class="num">3</td>', html)
+    assert not AuditAction.objects.exists()
+    done = operator_client.post(f"/pods/{uid}/assume/",
+                                {"action": "assume", "node": "n1", "confirm": "yes"})
+    assert done.status_code == 302 and done["Location"] == f"/pods/{uid}/?done=assume"
+    [audit] = AuditAction.objects.all()
+    assert (audit.actor, audit.action, audit.node, audit.ok) == ("operator", "schedule", "n1", True)
+    wait_for(lambda: record_state(uid) == "Assumed", 20, "the assumed pod's row")
+    bad = operator_client.post(f"/pods/{uid}/assume/", {"action": "assume", "node": "nowhere"})
+    assert bad.status_code == 400 and "no node named &#x27;nowhere&#x27;" in bad.content.decode()

@@ -1,4 +1,6 @@
 """The pod query the pods page and the REST API share: validation, filters, sort, pages."""
+import base64
+import json
 from datetime import timedelta
 
 import pytest
@@ -18,6 +20,10 @@ from tests.dashboard.web.pods.podpages import T0, pod
 pytestmark = pytest.mark.django_db
 
 NOW = T0.timestamp() + 10
+
+
+def raw_cursor(parts) -> str:
+    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode()
 
 
 def uids(filters, **params):
@@ -115,11 +121,13 @@ def test_cursors_walk_every_page_both_ways_without_overlap(sort):
     last = query_pods(PodFilters.parse({"sort": sort, "per_page": "3",
                                         "cursor": query_pods(PodFilters(sort=sort), NOW)
                                         .cursors["last"]}), NOW)
-    assert [row.uid for row in last.rows] == everything[-3:]
-    assert (last.shown, last.has_next, last.has_previous) == ((9, 11), False, True)
+    # The last page holds what the full pages before it leave: walking back from it
+    # gives the same pages as walking forwards, each with the same number.
+    assert [row.uid for row in last.rows] == everything[-2:]
+    assert (last.shown, last.has_next, last.has_previous) == ((10, 11), False, True)
+    assert (last.number, last.pages) == (4, 4)
     backwards = walk(last.filters, "previous")
-    assert sum(backwards[::-1], []) == everything
-    assert [len(page) for page in backwards] == [3, 3, 3, 2]
+    assert backwards[::-1] == forwards
 
 
 def test_a_cursor_page_knows_where_it_stands():
@@ -131,6 +139,40 @@ def test_a_cursor_page_knows_where_it_stands():
     assert [row.uid for row in second.rows] == ["p4", "p5", "p6", "p7"]
     assert (second.shown, second.number, second.pages) == ((5, 8), 2, 3)
     assert "cursor=" in second.links["next"] and "cursor" not in second.links["first"]
+
+
+def test_the_last_page_is_numbered_last_and_overlaps_no_other():
+    """2,619 pods read "2,570-2,619 of 2,619 (page 52 of 53)" on the last page (issue 25)."""
+    for i in range(9):
+        pod(f"p{i}")
+    last = query_pods(PodFilters(per_page=4, cursor=query_pods(
+        PodFilters(per_page=4), NOW).cursors["last"]), NOW)
+    assert ([row.uid for row in last.rows], last.shown) == (["p8"], (9, 9))
+    assert (last.number, last.pages) == (3, 3)
+    before = query_pods(PodFilters(per_page=4, cursor=last.cursors["previous"]), NOW)
+    assert ([row.uid for row in before.rows], before.number) == (["p4", "p5", "p6", "p7"], 2)
+
+
+def test_a_cursor_page_keeps_its_number_while_rows_come_and_go_before_it():
+    """Over REST the second cursor page said `page: 1` once rows were deleted before it:
+    the number came from the position. The cursor carries the number it leads to."""
+    for i in range(10):
+        pod(f"p{i}")
+    first = query_pods(PodFilters(per_page=4), NOW)
+    PodRecord.objects.filter(uid__in=["p0", "p1", "p2"]).delete()   # churn before the cursor
+    second = query_pods(PodFilters(per_page=4, cursor=first.cursors["next"]), NOW)
+    assert [row.uid for row in second.rows] == ["p4", "p5", "p6", "p7"]
+    assert (second.number, second.shown) == (2, (2, 5))
+    back = query_pods(PodFilters(per_page=4, cursor=second.cursors["previous"]), NOW)
+    assert back.number == 1
+
+
+def test_a_cursor_of_the_earlier_kind_still_pages():
+    for i in range(6):
+        pod(f"p{i}")
+    older = encode_cursor("after", "name", ["default", "p1", "p1"])   # no page number in it
+    page = query_pods(PodFilters.parse({"per_page": "2", "cursor": older}), NOW)
+    assert ([row.uid for row in page.rows], page.number) == (["p2", "p3"], 2)
 
 
 def test_a_cursor_whose_row_is_gone_still_finds_its_place():
@@ -152,6 +194,12 @@ def test_a_cursor_whose_row_is_gone_still_finds_its_place():
     ({"cursor": encode_cursor("before", "name", None), "page": "2"},
      "cursor: give a cursor or a page number, not both"),
     ({"cursor": "x" * 2001}, "cursor: text of at most 2000 characters"),
+    ({"cursor": raw_cursor(["after", "name", ["a", "b", "c"], 0])},
+     "cursor: not a cursor of this list"),
+    ({"cursor": raw_cursor(["after", "name", ["a", "b", "c"], "2"])},
+     "cursor: not a cursor of this list"),
+    ({"cursor": raw_cursor(["after", "name", ["a", "b", "c"], 2, 3])},
+     "cursor: not a cursor of this list"),
 ])
 def test_bad_cursors_are_refused(params, message):
     with pytest.raises(BadFilter) as refused:
@@ -203,6 +251,6 @@ def test_a_page_costs_two_queries_whatever_the_rows(django_assert_num_queries):
         listing = query_pods(PodFilters(state="Added", namespace="team", q="p0"), NOW)
         assert len(listing.rows) == 50
     with django_assert_num_queries(2):        # the last page: the count and the page
-        assert len(query_pods(PodFilters(cursor=listing.cursors["last"]), NOW).rows) == 50
+        assert len(query_pods(PodFilters(cursor=listing.cursors["last"]), NOW).rows) == 20
     with django_assert_num_queries(3):        # a page after a cursor: also where it stands
         assert len(query_pods(PodFilters(cursor=listing.cursors["next"]), NOW).rows) == 50

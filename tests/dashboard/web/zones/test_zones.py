@@ -46,7 +46,8 @@ def test_zones_group_the_node_tree_order(viewer_client):
         [(0, "ghost")]]
     assert groups[0].cpu == read_model.Usage(3.0, 12.0, "cores")
     html = squash(html)
-    assert "region-1/zone-c <small>3 nodes</small>" in html
+    # A zone's name leads to its nodes.
+    assert '<a href="/nodes/?zone=region-1/zone-c">region-1/zone-c</a> <small>3 nodes</small>' in html
     assert '<span class="position">6</span> <a href="/nodes/c-2/">c-2</a>' in html
     assert html.index("c-2") < html.index("a-0") < html.index("b-0") < html.index("ghost")
     assert '<li class="missing"><span class="position">–</span> <a href="/nodes/ghost/">' in html
@@ -62,7 +63,7 @@ def test_zones_list_their_first_nodes_and_count_the_rest(viewer_client, monkeypa
     groups = response.context["tree"].zones
     assert [(g.label, g.count, [name for _, name, _ in g.nodes], g.more) for g in groups] == [
         ("region-1/zone-a", 5, ["a0", "a1"], 3), ("region-1/zone-b", 1, ["b0"], 0)]
-    assert '… and 3 more: see <a href="/nodes/">Nodes</a>' in squash(html)
+    assert '… and 3 more: see <a href="/nodes/?zone=region-1/zone-a">Nodes</a>' in squash(html)
 
 
 def test_the_owner_reports_where_the_round_robin_stands():

@@ -1,0 +1,109 @@
+"""The simulated cluster's fault episodes, as the pages announce them.
+
+Under `manage.py up` the simulated cluster injects faults in episodes (simcluster's
+episodes.py: lost watch events, failing binds, a slow warm pool, a minute each, then
+calm). `up` reads what is on from the cluster every few seconds and publishes it here;
+the overview and the banner say which warnings the cluster is causing on purpose, and
+when that ends. Against a real cluster nothing publishes and nothing is announced.
+"""
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import orjson
+import redis
+import urllib3
+
+from dashboard.wire.keys import SIMCLUSTER_WEATHER, SIMCLUSTER_WEATHER_TTL
+
+READ_EVERY = 2.0      # seconds between `up`'s readings of the cluster's state
+
+
+@dataclass(frozen=True)
+class Episode:
+    name: str
+    title: str
+    what: str            # what it does, in a sentence ("" for one to come)
+    since: datetime | None
+    until: datetime | None
+
+
+@dataclass(frozen=True)
+class Weather:
+    now: Episode | None      # the fault being injected now
+    next: Episode | None     # the one to come (its `since` is when)
+    calm: float              # seconds of calm between episodes
+    length: float            # seconds an episode lasts
+    last: Episode | None = None   # the one that ended last (its `until` is when)
+    # Whether what `last` caused may still show: warnings clear over a window after their
+    # cause ends (bind failures over the health window, drift at the next comparison).
+    settling: bool = False
+
+
+def _at(seconds) -> datetime | None:
+    return None if seconds is None else datetime.fromtimestamp(seconds, timezone.utc)
+
+
+def parse(state: dict, settle: float = 0.0, now: float | None = None) -> Weather | None:
+    """A cluster's `weather` state (simcluster/episodes.py) as the pages use it; None
+    when it runs no episodes. `settle`: seconds after an episode ends that what it caused
+    may still show."""
+    if not state or not state.get("episodes"):
+        return None
+    on, coming, last = state.get("now"), state.get("next"), state.get("last")
+    now = time.time() if now is None else now
+    return Weather(
+        Episode(on["name"], on["title"], on["what"], _at(on["since"]), _at(on["until"]))
+        if on else None,
+        Episode(coming["name"], coming["title"], "", _at(coming["at"]), None)
+        if coming else None,
+        state["calm"], state["length"],
+        Episode(last["name"], last["title"], "", None, _at(last["ended"])) if last else None,
+        bool(last) and now - last["ended"] < settle)
+
+
+def injected(client: redis.Redis, settle: float = 0.0) -> Weather | None:
+    """What `up` last published; None outside `up`, or when Redis does not answer."""
+    try:
+        raw = client.get(SIMCLUSTER_WEATHER)
+    except redis.RedisError:
+        return None
+    return parse(orjson.loads(raw), settle) if raw else None
+
+
+class Announcer:
+    """`up`'s thread reading the cluster's weather (GET /simcluster/v1/state) and
+    publishing it. A cluster or Redis that does not answer skips a reading: the key
+    expires, and the pages stop announcing what nobody can vouch for."""
+
+    def __init__(self, cluster_url: str, client: redis.Redis, every: float = READ_EVERY):
+        self.url = f"{cluster_url}/simcluster/v1/state"
+        self.client, self.every = client, every
+        self.http = urllib3.PoolManager(timeout=urllib3.Timeout(total=every))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="weather", daemon=True)
+
+    def start(self) -> "Announcer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def announce_once(self) -> None:
+        try:
+            response = self.http.request("GET", self.url, retries=False)
+            if response.status != 200:
+                return
+            weather = orjson.loads(response.data).get("weather") or {}
+            self.client.set(SIMCLUSTER_WEATHER, orjson.dumps(weather),
+                            ex=SIMCLUSTER_WEATHER_TTL)
+        except (urllib3.exceptions.HTTPError, redis.RedisError, orjson.JSONDecodeError):
+            pass
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.announce_once()
+            self._stop.wait(self.every)

@@ -1,0 +1,23 @@
+"""`{% load moments %}{{ some_datetime|when }}`: a moment as every page shows it.
+
+One format everywhere: the viewer's local time with its zone named ("14:05:09 CET", the
+date in front when it is not today), the UTC time on hover. The page prints the UTC time
+inside a <time> element (what a page without JavaScript shows, and what the tests read);
+static/moments.js rewrites it in the browser's zone, for pushed fragments too.
+"""
+from datetime import datetime, timezone
+
+from django import template
+from django.utils.html import format_html
+
+register = template.Library()
+
+
+@register.filter
+def when(moment: datetime | None):
+    if moment is None:
+        return "–"
+    utc = moment.astimezone(timezone.utc)
+    return format_html('<time datetime="{}" data-moment title="{} UTC">{} UTC</time>',
+                       utc.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                       utc.strftime("%Y-%m-%d %H:%M:%S"), utc.strftime("%Y-%m-%d %H:%M:%S"))

@@ -1,0 +1,63 @@
+"""Under `manage.py up` the simulated cluster's fault episodes are announced: on the
+overview always (on, settling, or calm with the next one), and on every page's banner
+while one is on."""
+import time
+
+import orjson
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+
+from dashboard.wire.clients import redis_client
+from dashboard.wire.keys import SIMCLUSTER_WEATHER
+from tests.dashboard.web.nodes.nodepages import get, squash
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def publish(redis_url):
+    """Publish a weather state as `up`'s announcer does; gone afterwards."""
+    client = redis_client(settings.REDIS_URL)
+
+    def published(now=None, last=None, next_in=100):
+        client.set(SIMCLUSTER_WEATHER, orjson.dumps({
+            "episodes": ["failing-binds", "lost-events"], "calm": 180.0, "length": 60.0,
+            "now": now, "last": last,
+            "next": {"name": "lost-events", "title": "Lost watch events",
+                     "at": time.time() + next_in}}))
+        cache.clear()    # the health a process's pages share for 2 s
+    yield published
+    client.delete(SIMCLUSTER_WEATHER)
+    cache.clear()
+
+
+def test_nothing_is_announced_outside_up(viewer_client, publish):
+    _, html = get(viewer_client, "/")
+    assert 'id="injected"' not in html and 'class="injected"' not in html
+
+
+def test_an_episode_on_is_announced_on_the_overview_and_every_banner(viewer_client, publish):
+    publish(now={"name": "failing-binds", "title": "Failing binds",
+                 "what": "30% of Bindings are answered 500", "since": time.time() - 10,
+                 "until": time.time() + 50})
+    _, html = get(viewer_client, "/nodes/")
+    banner = squash(html.split('id="health-banner"')[1].split("</div>\n</div>")[0])
+    assert "The simulated cluster is injecting <strong>failing binds</strong> until" in banner
+    assert "30% of Bindings are answered 500" in banner
+    _, html = get(viewer_client, "/")
+    panel = squash(html.split('<section class="panel weather" id="injected">')[1]
+                   .split("</section>")[0])
+    assert "injecting <strong>failing binds</strong>" in panel
+    assert "Next: lost watch events at <time" in panel
+
+
+def test_calm_says_so_and_a_recent_end_says_its_warnings_settle(viewer_client, publish):
+    publish(last={"name": "failing-binds", "title": "Failing binds", "ended": time.time() - 5})
+    _, html = get(viewer_client, "/")
+    assert "Settling" in html and "when failing binds ended" in html
+    assert 'class="injected"' not in html
+    publish(last={"name": "failing-binds", "title": "Failing binds",
+                  "ended": time.time() - 3600})
+    _, html = get(viewer_client, "/")
+    assert "No fault injected now: every warning you see has another cause." in html
