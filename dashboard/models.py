@@ -242,8 +242,14 @@ def revoke_stale_tokens(user, actor: str) -> list[ApiToken]:
 @receiver(post_save, sender=settings.AUTH_USER_MODEL)
 def _user_saved(sender, instance, created, raw=False, update_fields=None, **kwargs):
     """Every save of a user (changepassword, a deactivation, the admin) ends the tokens
-    its new state refuses; a login's save of last_login alone changes neither."""
+    its new state refuses; a login's save of last_login alone changes neither. A login
+    that rehashes the same password with the preferred hasher (Django's check_password
+    saves only the password, having cleared the new one it keeps in `_password`, "hash
+    upgrades shouldn't be considered password changes") moves the tokens' stamps along."""
     if created or raw or (update_fields and not {"password", "is_active"} & set(update_fields)):
+        return
+    if set(update_fields or ()) == {"password"} and instance._password is None:
+        instance.api_tokens.update(password_stamp=password_stamp(instance))
         return
     revoke_stale_tokens(instance, actor=f"change of user {instance.get_username()}")
 

@@ -160,6 +160,22 @@ def test_logging_in_and_saving_a_user_unchanged_keep_the_tokens(operator, client
     assert not AuditAction.objects.filter(action="revoke_token").exists()
 
 
+def test_a_login_that_rehashes_the_password_keeps_the_tokens(operator, client, settings):
+    """An account made under an older hasher (PBKDF2) is rehashed with the preferred one
+    (Argon2id) at its next login: the same password, so its tokens go on working."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    operator.set_password("operator-password")
+    operator.save()
+    _, token = ApiToken.issue(operator, "ci")
+    settings.PASSWORD_HASHERS = ["dashboard.accounts.Argon2idHasher",
+                                 "django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    assert log_in(client, "operator-password", username="operator").status_code == 302
+    operator.refresh_from_db()
+    assert operator.password.startswith("argon2$")
+    assert Client(HTTP_AUTHORIZATION=f"Bearer {token}").get("/api/v1/me").status_code == 200
+    assert not AuditAction.objects.filter(action="revoke_token").exists()
+
+
 def test_a_revoked_token_is_refused_at_once_and_the_audit_says_so(operator, capsys):
     row, token = ApiToken.issue(operator, "ci")
     _, kept = ApiToken.issue(operator, "other")
