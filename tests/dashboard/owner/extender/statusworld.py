@@ -22,6 +22,11 @@ def filter_call(owner, pod, nodes=("n1", "n2")):
     return owner.verb("extender_filter", {"Pod": pod, "Nodes": None, "NodeNames": list(nodes)})
 
 
+def _placed_is_written() -> bool:
+    from dashboard.models import PodRecord
+    return PodRecord.objects.filter(uid="uid-placed", state="Assumed", node="n1").exists()
+
+
 @pytest.fixture
 def scheduled(redis_url, transactional_db, settings):
     """Nodes n1 (4 cpu, running `low`: 3 cpu at priority 1) and n2 (tainted); then filter
@@ -51,5 +56,8 @@ def scheduled(redis_url, transactional_db, settings):
         wait_for(lambda: send("status", timeout=5)["synced"], 30, "the owner")
         for pod in pods.values():
             filter_call(owner, pod)
+        # The owner's writer flushes after the calls: yield the picture once the pages'
+        # rows show it, so a test reading them before and after sees one still picture.
+        wait_for(_placed_is_written, 30, "the read model's row of the assumed pod")
         yield owner
     clear_commands(client)
