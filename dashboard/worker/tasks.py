@@ -23,11 +23,13 @@ second POST gets 409 and the read-back (dashboard.kube.binding) decides.
 """
 import logging
 
-from celery import shared_task
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
 
+# The app itself, not shared_task: a task sent from a process that never imported the app
+# (a test, a shell) must still go to its broker, not to Celery's unconfigured default.
+from dashboard.celery import app
 from dashboard.clients import owner_client
 from dashboard.clients.owner_client import finish_command, forget_command, settle_binds
 from dashboard.kube.binding import FINISH, FORGET, RETRY, bind_once
@@ -78,7 +80,7 @@ def _forget(uid: str, node: str, reason: str) -> tuple:
     return forget_command(uid, node, reason)
 
 
-@shared_task(name=BIND_POD, **BIND_TASK)
+@app.task(name=BIND_POD, **BIND_TASK)
 def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
     """Bind one assumed pod and tell the owner; returns "finish" or "forget" (what the
     owner was told). A bind to try again is Celery's retry of this task."""
@@ -98,7 +100,7 @@ def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
     return FINISH if command[0] == "finish_binding" else FORGET
 
 
-@shared_task(name=BIND_PODS, **BIND_TASK)
+@app.task(name=BIND_PODS, **BIND_TASK)
 def bind_pods(self, batch: list) -> dict:
     """Bind many assumed pods, [[uid, namespace, name, node], ...], in one task: one
     Celery message and one RPUSH of their commands instead of one of each per pod.
@@ -134,27 +136,27 @@ def bind_pods(self, batch: list) -> dict:
 
 # -- periodic --------------------------------------------------------------------------------
 
-@shared_task(name="worker.tasks.reap", ignore_result=True)
+@app.task(name="worker.tasks.reap", ignore_result=True)
 def reap() -> str:
     """Ask the owner to expire assumed pods whose binding finished more than TTL ago.
     The command dies with the period: a queue of reaps never piles up for the owner."""
     return owner_client.reap(period=settings.SCHEDVIEW_REAP_PERIOD)
 
 
-@shared_task(name="worker.tasks.compare", ignore_result=True)
+@app.task(name="worker.tasks.compare", ignore_result=True)
 def compare() -> str:
     """Ask the owner to compare its cache with the cluster (it logs and counts differences)."""
     return owner_client.compare(period=settings.SCHEDVIEW_COMPARE_PERIOD)
 
 
-@shared_task(name="worker.tasks.prune_history", ignore_result=True)
+@app.task(name="worker.tasks.prune_history", ignore_result=True)
 def prune_history() -> dict:
     """Keep the history to its configured size (history_retention); runs on any worker."""
     return history_retention.prune(settings.SCHEDVIEW_HISTORY_KEEP,
                                    health_kept=settings.SCHEDVIEW_SAMPLE_KEEP)
 
 
-@shared_task(name="worker.tasks.sample_health", ignore_result=True)
+@app.task(name="worker.tasks.sample_health", ignore_result=True)
 def sample_health() -> str:
     """Record the health and count figures (the overview's charts). Sampled here, not in
     the owner: a sample is taken whether or not an owner leads (a dead owner is a sample

@@ -1,13 +1,16 @@
 """The health banner and the overview's charts, in the browser, against the whole stack.
 
-A stalled scheduler is staged as it happens in a cluster: pods are created and nothing
+A stalled scheduler is staged as it happens in a cluster: pods keep arriving and nothing
 places them (this stack runs no scheduler). Celery beat samples the health every second
 over an 8 s window (see conftest), so the banner rises within seconds; placing the pods
 (assumed through the owner as the extender does, then bound through Celery) clears it."""
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
 from dashboard.clients.owner_client import send
+from dashboard.worker.tasks import bind_pod
 from tests.live.livestack import new_pod, state_of
 from tests.waiting import wait_for
 
@@ -15,22 +18,40 @@ pytestmark = [pytest.mark.django_db, pytest.mark.timeout(240)]
 STALL_MS = 60_000   # the window, a sample, the banner's 5 s poll, with room on a busy machine
 
 
+class Arrivals:
+    """Pods arriving one a second while nothing places them: pending grows, which is what
+    the health calls a stall (constant pending is not one: pods that fit nowhere wait)."""
+
+    def __init__(self, kube):
+        self.kube, self.pods, self.stopped = kube, [], threading.Event()
+        self.thread = threading.Thread(target=self._arrive, daemon=True)
+
+    def _arrive(self):
+        while not self.stopped.is_set():
+            name = f"stalled-{len(self.pods)}"
+            self.pods.append((new_pod(self.kube, name), name))
+            self.stopped.wait(1.0)   # the pace of arrivals, not a synchronisation
+
+    def stop(self):
+        """No more arrivals: the (uid, name) of every pod that arrived."""
+        self.stopped.set()
+        self.thread.join()
+        return list(self.pods)
+
+
 @pytest.fixture
-def stalled_pods(kube):
-    """Three new pending pods nothing schedules; deleted afterwards if still pending."""
-    names = [f"stalled-{i}" for i in range(3)]
-    uids = [new_pod(kube, name) for name in names]
-    for uid in uids:
-        wait_for(lambda uid=uid: state_of(uid) == "Pending", 30, "the owner to see the pod")
-    yield list(zip(uids, names))
-    for uid, name in zip(uids, names):
+def arrivals(kube):
+    """Pods arriving until stopped; those still pending are deleted afterwards."""
+    arriving = Arrivals(kube)
+    arriving.thread.start()
+    yield arriving
+    for uid, name in arriving.stop():
         if state_of(uid) == "Pending":
             kube.delete_namespaced_pod(name, "default")
 
 
 def test_a_stalled_scheduler_raises_the_banner_linking_to_the_pod_until_pods_are_placed(
-        page, kube, stalled_pods):
-    from dashboard.worker.tasks import bind_pod
+        page, kube, arrivals):
     page.goto("/nodes/")
     stalled = page.locator('#health-banner li[data-check="scheduling"]')
     expect(stalled).to_be_visible(timeout=STALL_MS)
@@ -45,7 +66,8 @@ def test_a_stalled_scheduler_raises_the_banner_linking_to_the_pod_until_pods_are
     page.goto("/zones/")
     page.evaluate("window.__sameLoad = true")
     node = kube.list_node().items[0].metadata.name
-    for uid, name in stalled_pods:
+    for uid, name in arrivals.stop():
+        wait_for(lambda uid=uid: state_of(uid) == "Pending", 30, "the owner to see the pod")
         send("assume", {"uid": uid, "node": node}, actor="browser-test", timeout=10)
         bind_pod.delay(uid, "default", name, node)
     expect(page.locator('#health-banner li[data-check="scheduling"]')).to_have_count(
@@ -99,7 +121,6 @@ def test_the_snapshot_chart_is_drawn_with_axes(page, kube):
 def test_a_stuck_bind_raises_the_banner_linking_to_the_pod_until_it_binds(page, kube):
     """A pod assumed as the extender does, its bind held back: stuck after
     SCHEDVIEW_BIND_STUCK_AFTER (10 s), until the bind is queued and goes through."""
-    from dashboard.worker.tasks import bind_pod
     uid = new_pod(kube, "stuck-bind")
     wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pod")
     node = kube.list_node().items[0].metadata.name
