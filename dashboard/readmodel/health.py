@@ -88,7 +88,8 @@ class Health:
     def as_dict(self) -> dict:
         return {"level": self.level, "at": self.at,
                 "feed": {"backlog": self.feed_backlog, "lag_seconds": self.feed_lag},
-                "checks": [asdict(check) for check in self.checks]}
+                "checks": [asdict(check) for check in self.checks],
+                "injected": None if self.injected is None else self.injected.as_dict()}
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,10 @@ class Episode:
     since: datetime | None
     until: datetime | None
 
+    def as_dict(self) -> dict:
+        return {"name": self.name, "title": self.title, "what": self.what,
+                "since": _epoch(self.since), "until": _epoch(self.until)}
+
 
 @dataclass(frozen=True)
 class Weather:
@@ -39,6 +43,15 @@ class Weather:
     # Whether what `last` caused may still show: warnings clear over a window after their
     # cause ends (bind failures over the health window, drift at the next comparison).
     settling: bool = False
+
+    def as_dict(self) -> dict:
+        return {"now": self.now and self.now.as_dict(), "next": self.next and self.next.as_dict(),
+                "last": self.last and self.last.as_dict(), "settling": self.settling,
+                "calm_seconds": self.calm, "length_seconds": self.length}
+
+
+def _epoch(moment: datetime | None) -> float | None:
+    return None if moment is None else moment.timestamp()
 
 
 def _at(seconds) -> datetime | None:

@@ -14,10 +14,15 @@ register = template.Library()
 
 
 @register.filter
-def when(moment: datetime | None):
+def when(moment: datetime | None, precision: str = ""):
+    """`|when` to the second; `|when:"ms"` to the millisecond (the events page, where
+    the order of a burst's transitions shows in their milliseconds)."""
     if moment is None:
         return "–"
     utc = moment.astimezone(timezone.utc)
-    return format_html('<time datetime="{}" data-moment title="{} UTC">{} UTC</time>',
+    shown = utc.strftime("%Y-%m-%d %H:%M:%S")
+    if precision == "ms":
+        shown += f".{utc.microsecond // 1000:03d}"
+    return format_html('<time datetime="{}" data-moment="{}" title="{} UTC">{} UTC</time>',
                        utc.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                       utc.strftime("%Y-%m-%d %H:%M:%S"), utc.strftime("%Y-%m-%d %H:%M:%S"))
+                       precision, shown, shown)

@@ -262,6 +262,11 @@ def test_moments_read_in_the_viewers_local_time_with_the_zone_named(browser, sta
         expect(moment).to_contain_text("GMT+9")
         assert moment.get_attribute("title").endswith(" UTC")
         assert moment.get_attribute("data-moment") is None      # rewritten
+        # The events page too, to the millisecond: "12:04:05.123 GMT+9".
+        page.goto("/events/")
+        moment = page.locator("#event-rows time").first
+        expect(moment).to_have_text(re.compile(r"\d\d:\d\d:\d\d\.\d{3} GMT\+9$"))
+        assert moment.get_attribute("title").endswith(" UTC")
         page.goto("/")
         page.wait_for_function("() => document.querySelector('figure[data-chart=pods]')?._plot")
         label = page.evaluate(

@@ -28,16 +28,38 @@ class FeedOut(Schema):
                     "last flush waited; null without a live owner")
 
 
+class EpisodeOut(Schema):
+    name: str
+    title: str
+    what: str = Field(description="what it does, in a sentence; empty for one to come or past")
+    since: float | None = Field(description="when it began (for `next`: when it will), "
+                                            "epoch seconds")
+    until: float | None = Field(description="when it ends (for `last`: when it ended)")
+
+
+class InjectedOut(Schema):
+    now: EpisodeOut | None = Field(description="the fault the simulated cluster injects now")
+    next: EpisodeOut | None = Field(description="the episode to come")
+    last: EpisodeOut | None = Field(description="the episode that ended last")
+    settling: bool = Field(description="whether what `last` caused may still show in the "
+                                       "checks (they clear over the health window)")
+    calm_seconds: float
+    length_seconds: float
+
+
 class HealthOut(Schema):
     level: Level = Field(description="the worst of the checks")
     at: float = Field(description="when it was judged, epoch seconds")
     feed: FeedOut = Field(description="the watch feed's figures, as the owner reports them")
     checks: list[CheckOut]
+    injected: InjectedOut | None = Field(
+        description="under `manage.py up`, the simulated cluster's fault episodes: which "
+                    "warnings it causes on purpose; null against a real cluster")
     model_config = example({"level": "fail", "at": 1764000000.0,
                             "feed": {"backlog": 12, "lag_seconds": 0.3}, "checks": [
         {"name": "scheduling", "title": "Scheduling", "level": "fail",
          "message": "Stalled: pending grew 4 -> 520 in 2 min and no pod was assumed or bound",
-         "link": "/pods/5a1c2d3e-0000-4000-8000-000000000001/"}]})
+         "link": "/pods/5a1c2d3e-0000-4000-8000-000000000001/"}], "injected": None})
 
 
 @router.get("", response={200: HealthOut, **READ_ERRORS},

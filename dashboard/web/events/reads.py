@@ -117,10 +117,6 @@ class EventRow:
         """Where a pod transition leads, named as the pod's timeline and diagram name it."""
         return shown_state(self.kind, self.to_state) if self.is_pod else self.to_state
 
-    @property
-    def when(self) -> str:
-        return f"{self.at:%H:%M:%S}.{self.at.microsecond // 1000:03d}"
-
 
 def row_of(event: dict) -> EventRow:
     """A row from the owner's pushed event (`at` in epoch seconds) or a Transition's values."""

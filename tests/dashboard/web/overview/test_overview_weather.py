@@ -3,10 +3,12 @@ overview always (on, settling, or calm with the next one), and on every page's b
 while one is on."""
 import time
 
+import jsonschema_rs
 import orjson
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.test import Client
 
 from dashboard.wire.clients import redis_client
 from dashboard.wire.keys import SIMCLUSTER_WEATHER
@@ -61,3 +63,21 @@ def test_calm_says_so_and_a_recent_end_says_its_warnings_settle(viewer_client, p
                   "ended": time.time() - 3600})
     _, html = get(viewer_client, "/")
     assert "No fault injected now: every warning you see has another cause." in html
+
+
+def test_the_health_api_names_the_episode_as_its_schema_says(api_token, publish):
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {api_token}")
+    assert api.get("/api/v1/health").json()["injected"] is None     # nothing published
+    publish(now={"name": "failing-binds", "title": "Failing binds",
+                 "what": "30% of Bindings are answered 500", "since": time.time() - 10,
+                 "until": time.time() + 50})
+    body = api.get("/api/v1/health").json()
+    assert body["injected"]["now"]["name"] == "failing-binds"
+    assert body["injected"]["now"]["until"] > time.time()
+    assert body["injected"]["next"]["name"] == "lost-events"
+    schema = api.get("/api/v1/openapi.json").json()
+    documented = schema["paths"]["/api/v1/health"]["get"]["responses"]["200"]
+    validator = jsonschema_rs.validator_for(
+        {**documented["content"]["application/json"]["schema"],
+         "components": schema["components"]})
+    assert [error.message for error in validator.iter_errors(body)] == []

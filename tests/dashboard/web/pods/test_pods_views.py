@@ -49,6 +49,17 @@ def test_the_list_filters_sorts_and_pages_from_the_query_string(viewer_client):
     assert row_ids(html) == ["t2"]
 
 
+def test_a_zone_is_a_link_to_its_nodes_on_the_list_the_pod_and_the_node(viewer_client):
+    node("n1", zone="zone b/1")
+    pod("z", "Added", node="n1", zone="zone b/1")
+    pod("none", "Pending")
+    link = '<a href="/nodes/?zone=zone%20b/1"'
+    _, html = get(viewer_client, "/pods/")
+    assert html.count(link) == 1          # the pending pod has no zone: a dash, no link
+    assert link in get(viewer_client, "/pods/z/")[1]
+    assert link in get(viewer_client, "/nodes/n1/")[1]
+
+
 def test_the_last_page_is_one_link_away_and_a_page_past_it_is_a_400(viewer_client):
     for i in range(120):
         pod(f"p{i:03}")
