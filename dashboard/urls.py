@@ -4,6 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, register_converter
 
 from dashboard.web.api import urls as api_urls
+from dashboard.web.audit import views as audit_views
 from dashboard.web.events import views as event_views
 from dashboard.web.health import views as health_views
 from dashboard.web.login_form import LoginForm
@@ -51,6 +52,7 @@ urlpatterns = [
     path("zones/", zone_views.zones, name="zones"),
     path("snapshot/", snapshot_views.snapshot, name="snapshot"),
     path("events/", event_views.events, name="events"),
+    path("audit/", audit_views.audit, name="audit"),
     path("pods/", pod_views.pods, name="pods"),
     path("pods/<str:uid>/", pod_views.pod_detail, name="pod-detail"),
     path("pods/<str:uid>/<str:action>/", pod_views.pod_action, name="pod-action"),

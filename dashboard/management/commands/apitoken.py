@@ -4,9 +4,10 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils import timezone
 
-from dashboard.models import ApiToken
+from dashboard.models import ApiToken, AuditAction
 
 
 def positive_days(text: str) -> float:
@@ -33,4 +34,10 @@ class Command(BaseCommand):
             raise CommandError(f"no active user named {username!r} "
                                "(make one with `manage.py createuser`)")
         expires = timezone.now() + timedelta(days=days) if days else None
-        self.stdout.write(ApiToken.issue(user, name, expires)[1])
+        with transaction.atomic():   # no token without its audit row
+            row, token = ApiToken.issue(user, name, expires)
+            AuditAction.objects.create(
+                actor="manage.py apitoken", action="issue_token", ok=True, message=name,
+                target=f"token {row.pk} of {username}",
+                details={"expires": expires.isoformat() if expires else None})
+        self.stdout.write(token)

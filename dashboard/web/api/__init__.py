@@ -26,6 +26,7 @@ api.add_router("/pods", "dashboard.web.api.pods.router")
 api.add_router("/nodes", "dashboard.web.api.nodes.router")
 api.add_router("/", "dashboard.web.api.cluster.router")   # /zones, /snapshot, /comparer
 api.add_router("/events", "dashboard.web.api.events.router")
+api.add_router("/audit", "dashboard.web.api.audit.router")
 api.add_router("/pools", "dashboard.web.pools.api.router")
 api.add_router("/statuses", "dashboard.web.api.statuses.router")
 api.add_router("/health", "dashboard.web.api.health.router")

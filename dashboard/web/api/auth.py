@@ -32,6 +32,12 @@ class BearerToken(HttpBearer):
         return row.user
 
 
+def via(request) -> str:
+    """The door a call came through, as the audit names it."""
+    return "api token" if request.headers.get("Authorization", "").startswith("Bearer ") \
+        else "api session"
+
+
 def require_act(request) -> None:
     """Refuse (403) a caller who may look but not act."""
     if not request.user.has_perm(ACT_PERMISSION):

@@ -9,16 +9,18 @@ import time
 from typing import Literal
 
 from ninja import Query, Router, Schema
+from ninja.errors import ValidationError
 from ninja.params import Path
-from pydantic import Field
+from pydantic import Field, ValidationError as PydanticError
 
 from dashboard.models import PodRecord, Transition
-from dashboard.web.api.auth import require_act
+from dashboard.web.api.auth import require_act, via
 from dashboard.web.api.errors import ApiError
 from dashboard.web.api.schemas import (
     ACTION_ERRORS,
     READ_ERRORS,
     STATES,
+    ActionIn,
     ActionOut,
     AssumeIn,
     AssumeOut,
@@ -89,7 +91,8 @@ def assume(request, body: AssumeIn):
     algorithm's filters refuse on that node is a 409 with the reason, unless `force`."""
     require_act(request)
     return _acting(actions.schedule_pod, body.namespace, body.name, body.node,
-                   actor=request.user.get_username(), force=body.force)
+                   actor=request.user.get_username(), force=body.force, reason=body.reason,
+                   via=via(request))
 
 
 @router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, 404: ErrorOut},
@@ -113,14 +116,33 @@ def pod_named_assume(request):
     return pod_detail(request, "assume")
 
 
+# forget and expire take a body only when there is a reason: ninja cannot parse an optional
+# empty one, so it is read here and documented by hand.
+OPTIONAL_REASON = {"requestBody": {"required": False, "content": {"application/json": {
+    "schema": ActionIn.model_json_schema()}}}}
+
+
+def _reason(request) -> str:
+    """The optional JSON body's reason; a JSON body that is not an ActionIn is a 400."""
+    if not request.body or request.content_type != "application/json":
+        return ""
+    try:
+        return ActionIn.model_validate_json(request.body).reason
+    except PydanticError as exc:
+        raise ValidationError(exc.errors(include_url=False)) from None
+
+
 @router.post("/{uid}/forget", response={200: ActionOut, **ACTION_ERRORS},
-             summary="Forget an assumed pod", operation_id="forget_pod")
+             summary="Forget an assumed pod", operation_id="forget_pod",
+             openapi_extra=OPTIONAL_REASON)
 def forget(request, uid: Path[Name]):
-    """Drop an assumed pod from the cache, as a failed bind would; 409 unless it is Assumed."""
+    """Drop an assumed pod from the cache, as a failed bind would; 409 unless it is Assumed.
+    The body (optional) gives the reason."""
     require_act(request)
     record = _record(uid)
     actor = request.user.get_username()
-    result = _acting(actions.forget_pod, uid, actor, f"forgotten by {actor} over the API")
+    reason = _reason(request) or f"forgotten by {actor} over the API"
+    result = _acting(actions.forget_pod, uid, actor, reason, via=via(request))
     if not result.get("changed"):
         # The owner lets a pod it does not cache be forgotten quietly; a tool asked to
         # change it, so say why nothing changed.
@@ -130,12 +152,15 @@ def forget(request, uid: Path[Name]):
 
 
 @router.post("/{uid}/expire", response={200: ActionOut, **ACTION_ERRORS},
-             summary="Expire an assumed pod now", operation_id="expire_pod")
+             summary="Expire an assumed pod now", operation_id="expire_pod",
+             openapi_extra=OPTIONAL_REASON)
 def expire(request, uid: Path[Name]):
-    """Expire an assumed pod now, as the reaper would once its TTL passed; 409 unless Assumed."""
+    """Expire an assumed pod now, as the reaper would once its TTL passed; 409 unless Assumed.
+    The body (optional) gives the reason."""
     require_act(request)
     _record(uid)
-    return _acting(actions.expire_pod, uid, request.user.get_username())
+    return _acting(actions.expire_pod, uid, request.user.get_username(),
+                   reason=_reason(request), via=via(request))
 
 
 def _record(uid: str) -> PodRecord:

@@ -304,14 +304,26 @@ class ActionOut(Schema):
                             "after": dict(AGGREGATES_EXAMPLE, pods=16)})
 
 
+# An operator's reason for an action, kept in the audit: one line of printable text.
+Reason = Annotated[str, StringConstraints(max_length=500, pattern=r"^[^\x00-\x1f\x7f]*$")]
+
+
 class AssumeIn(Schema):
     namespace: Name
     name: Name
     node: Name
     force: bool = Field(False, description="assume even where the scheduling algorithm's "
                                            "filters refuse the node (recorded in the audit)")
+    reason: Reason = Field("", description="why, in the audit (optional)")
     model_config = ConfigDict(extra="forbid", json_schema_extra={
         "examples": [{"namespace": "team-a", "name": "web-7f9c", "node": "node-0003"}]})
+
+
+class ActionIn(Schema):
+    reason: Reason = Field("", description="why, in the audit and, for forget, as the "
+                                           "cause on the pod's timeline (optional)")
+    model_config = ConfigDict(extra="forbid", json_schema_extra={
+        "examples": [{"reason": "node-0003 is being drained by hand"}]})
 
 
 class AssumeOut(Schema):

@@ -18,10 +18,11 @@ from dashboard.wire.commands import CommandError
 from dashboard.wire.tasks import BIND_POD
 
 log = logging.getLogger(__name__)
+REASON_MAX = 500    # characters of an operator's reason the audit keeps
 
 
 def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: bool = False,
-                 timeout: float = TIMEOUT) -> dict:
+                 reason: str = "", via: str = "", timeout: float = TIMEOUT) -> dict:
     """Assume the pending pod on `node` in the owner's cache, then queue its bind.
 
     The owner refuses (409, with the reason) a pod that does not fit on the node by the
@@ -29,7 +30,8 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
     Returns the owner's result ({"uid", "node", "forced_past", "before", "after"}: the
     node's aggregates before and after) plus "task_id", the bind task's id.
     """
-    args = {"namespace": namespace, "name": name, "node": node, "force": force}
+    args = {"namespace": namespace, "name": name, "node": node, "force": force,
+            **_asked(reason, via)}
     try:
         result = owner_client.assume(namespace, name, node, force=force, actor=actor,
                                      timeout=timeout)
@@ -50,17 +52,26 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
     return {**result, "task_id": task.id}
 
 
-def forget_pod(uid: str, actor: str, reason: str = "", *, timeout: float = TIMEOUT) -> dict:
-    """Drop an assumed pod from the owner's cache (its bind failed, or an operator says so)."""
-    reason = reason or f"forgotten by {actor}"
-    return _audited("forget", uid, actor, {"uid": uid, "reason": reason},
-                    lambda: owner_client.forget(uid, reason, actor=actor, timeout=timeout))
+def forget_pod(uid: str, actor: str, reason: str = "", *, via: str = "",
+               timeout: float = TIMEOUT) -> dict:
+    """Drop an assumed pod from the owner's cache (its bind failed, or an operator says
+    so); the reason is the cause on the pod's timeline."""
+    cause = reason or f"forgotten by {actor}"
+    return _audited("forget", uid, actor, {"uid": uid, **_asked(cause, via)},
+                    lambda: owner_client.forget(uid, cause, actor=actor, timeout=timeout))
 
 
-def expire_pod(uid: str, actor: str, *, timeout: float = TIMEOUT) -> dict:
+def expire_pod(uid: str, actor: str, *, reason: str = "", via: str = "",
+               timeout: float = TIMEOUT) -> dict:
     """Expire an assumed pod now, as the reaper would once its TTL has passed."""
-    return _audited("expire", uid, actor, {"uid": uid},
+    return _audited("expire", uid, actor, {"uid": uid, **_asked(reason, via)},
                     lambda: owner_client.expire(uid, actor=actor, timeout=timeout))
+
+
+def _asked(reason: str, via: str) -> dict:
+    """What the audit keeps of how an action was asked for: the reason given and the door
+    it came through (page, API token, API session)."""
+    return {"reason": reason[:REASON_MAX], "via": via}
 
 
 def _audited(op: str, uid: str, actor: str, args: dict, ask) -> dict:

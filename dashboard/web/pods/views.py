@@ -30,26 +30,30 @@ from dashboard.web.pods.query import (
 from dashboard.web.pods.spec import pod_spec
 from dashboard.wire.commands import CommandError
 
-# action in the URL -> (what runs it: run(history, actor, node), its button's words, what
+# action in the URL -> (what runs it: run(history, actor, node, reason), its button's words, what
 # it does in a sentence, the state a pod must be in). A page offers an action only to a pod
 # in its state: Forget and Expire on an Added pod ended in the owner's 409.
 ACTIONS = {
-    "forget": (lambda history, actor, node: actions.forget_pod(history.uid, actor), "Forget",
+    "forget": (lambda history, actor, node, reason: actions.forget_pod(
+                   history.uid, actor, reason, via=VIA), "Forget",
                "The pod leaves the cache at once and its node no longer counts it, as when "
                "its bind fails. The pod itself is untouched: it is pending again.",
                PodState.ASSUMED),
-    "expire": (lambda history, actor, node: actions.expire_pod(history.uid, actor),
+    "expire": (lambda history, actor, node, reason: actions.expire_pod(
+                   history.uid, actor, reason=reason, via=VIA),
                "Expire now",
                "The pod expires as the reaper would once its time is up: it leaves the cache "
                "and its node no longer counts it, until the watch sees it bound.",
                PodState.ASSUMED),
-    "assume": (lambda history, actor, node: actions.schedule_pod(
-                   history.namespace, history.name, node, actor), "Assume",
+    "assume": (lambda history, actor, node, reason: actions.schedule_pod(
+                   history.namespace, history.name, node, actor, reason=reason, via=VIA),
+               "Assume",
                "The pod is assumed on the node in the cache, as the scheduler's filter does, "
                "and its bind is queued: the node counts it from now on. The scheduling "
                "algorithm's filters must let it fit there (the owner says why not, if not).",
                PodState.PENDING),
 }
+VIA = "page"          # the door the audit names for actions asked on these pages
 NODE_CHOICES = 500     # node names a pending pod's page offers to assume it on
 # the list's columns: (key, header, the sort its header link asks for, None: not sortable)
 COLUMNS = [("namespace", "Namespace", "name"), ("name", "Pod", None),
@@ -185,7 +189,8 @@ def pod_action(request, uid: str, action: str):
                                       "nothing was done")
     if request.method == "POST" and request.POST.get("confirm") == "yes":
         try:
-            run(history, request.user.get_username(), node)
+            run(history, request.user.get_username(), node,
+                request.POST.get("reason", "").strip())
         except CommandError as exc:
             return _detail_page(request, uid, status=exc.status,
                                 error=f"{words} refused: {exc.message}. Nothing was changed.")

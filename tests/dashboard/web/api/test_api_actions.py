@@ -90,6 +90,25 @@ def test_expire_expires_an_assumed_pod_now(api, owner):
     assert audits()[-1] == ("operator", "expire", uid, True)
 
 
+def test_a_reason_given_is_kept_in_the_audit_with_the_door_and_a_bad_one_is_400(api, owner):
+    uid = assumed(api, "waiting-3")
+    bad = api.post(f"/api/v1/pods/{uid}/forget", {"reason": "x\u0000y"},
+                   content_type="application/json")
+    assert bad.status_code == 400 and cached_state(owner, uid) == "Assumed"
+    unknown = api.post(f"/api/v1/pods/{uid}/forget", {"why": "drain"},
+                       content_type="application/json")
+    assert unknown.status_code == 400 and cached_state(owner, uid) == "Assumed"
+    done = api.post(f"/api/v1/pods/{uid}/forget", {"reason": "draining node-a by hand"},
+                    content_type="application/json")
+    assert done.status_code == 200, done.content
+    row = AuditAction.objects.filter(action="forget", ok=True).get()
+    assert row.details["reason"] == "draining node-a by hand"
+    assert row.details["via"] == "api token"
+    listed = api.get("/api/v1/audit?action=forget&result=done").json()["items"]
+    assert [(item["target"], item["reason"], item["via"]) for item in listed] == [
+        (uid, "draining node-a by hand", "api token")]
+
+
 @pytest.mark.parametrize("action", ["forget", "expire"])
 def test_acting_on_a_pod_that_is_not_assumed_is_409_and_changes_nothing(api, owner, action):
     message = error_of(api.post(f"/api/v1/pods/uid-running/{action}"), 409)

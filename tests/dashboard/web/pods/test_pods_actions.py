@@ -41,12 +41,21 @@ def test_an_operator_forgets_an_assumed_pod_after_confirming(real_owner, operato
                      r"<td>operator</td>\s*<td>operator</td>", page)
 
 
-def test_expire_now_expires_the_pod(real_owner, operator_client):
+def test_expire_now_expires_the_pod_and_the_audit_keeps_the_reason_given(real_owner,
+                                                                          operator_client):
     _, uids = real_owner
     uid = uids["web"]
-    done = operator_client.post(f"/pods/{uid}/expire/", {"action": "expire", "confirm": "yes"})
+    asked = operator_client.post(f"/pods/{uid}/expire/", {"action": "expire"}).content.decode()
+    assert '<input name="reason" maxlength="500"' in asked
+    done = operator_client.post(f"/pods/{uid}/expire/", {"action": "expire", "confirm": "yes",
+                                                         "reason": "  node web-3 rebooting "})
     assert done.status_code == 302
     wait_for(lambda: record_state(uid) == "Expired", 20, "the expired pod's row")
+    audit = operator_client.get("/audit/?action=expire").content.decode()
+    row = audit.split('class="done">', 1)[1].split("</tr>", 1)[0]
+    assert f'<a href="/pods/{uid}/">{uid}</a>' in row
+    assert "<td>operator</td>" in row and "<td>page</td>" in row
+    assert "node web-3 rebooting</td>" in row
 
 
 def test_the_state_machine_refuses_and_nothing_changes(real_owner, operator_client):
