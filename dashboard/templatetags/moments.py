@@ -23,6 +23,7 @@ def when(moment: datetime | None, precision: str = ""):
     shown = utc.strftime("%Y-%m-%d %H:%M:%S")
     if precision == "ms":
         shown += f".{utc.microsecond // 1000:03d}"
-    return format_html('<time datetime="{}" data-moment="{}" title="{} UTC">{} UTC</time>',
+    marker = format_html(' data-moment="{}"', precision) if precision else " data-moment"
+    return format_html('<time datetime="{}"{} title="{} UTC">{} UTC</time>',
                        utc.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                       precision, shown, shown)
+                       marker, shown, shown)
