@@ -1,6 +1,7 @@
 # `make run`: the whole dashboard on the embedded default; `make test`: the import rules and
 # the whole suite; `make test-fast`: the part that starts no process, drives no browser and
-# sweeps nothing (the inner loop). Each creates .venv and installs requirements.txt first,
+# sweeps nothing (the inner loop), on two workers (with REDIS_URL, the second uses the next
+# database number). Each creates .venv and installs requirements.txt first,
 # again whenever it changes.
 
 PYTHON ?= python3
@@ -21,7 +22,7 @@ test: $(INSTALLED)
 
 test-fast: $(INSTALLED)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest --ignore=tests/browser -m "not live and not slow"
+	$(VENV)/bin/python -m pytest --ignore=tests/browser -m "not live and not slow" -n 2
 
 $(INSTALLED): requirements.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)

@@ -1,5 +1,7 @@
 """Fixtures for the whole suite."""
 import os
+from contextlib import contextmanager
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from django.test import override_settings
@@ -30,19 +32,40 @@ def redis_url(tmp_path_factory):
     the environment, for the processes tests start; both stay for the run.
     """
     url = os.environ.get("REDIS_URL")
-    if url:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")   # `-n N`: each worker its own
+    if url and worker == "gw0":
         yield url
+        return
+    if url:
+        with _redis_of_this_run(_numbered(url, int(worker.removeprefix("gw")))):
+            yield os.environ["REDIS_URL"]
         return
     socket = tmp_path_factory.mktemp("redis") / "redis.sock"
     url = unix_url(socket)
     server = children.spawn(embedded_redis.command(socket))
     try:
         embedded_redis.wait_until_ready(url, server)
-        with override_settings(**redis_settings(url)), pytest.MonkeyPatch.context() as patch:
-            patch.setenv("REDIS_URL", url)
+        with _redis_of_this_run(url):
             yield url
     finally:
         children.stop(server)
+
+
+def _numbered(url: str, offset: int) -> str:
+    """REDIS_URL with its database number moved on by `offset` (xdist's second worker
+    uses the next database, and so on)."""
+    parts = urlsplit(url)
+    number = int(parts.path.strip("/") or 0) + offset
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
+@contextmanager
+def _redis_of_this_run(url: str):
+    """Every Redis setting, as settings.py derives them, and the environment (for the
+    processes tests start) on `url`, for the run."""
+    with override_settings(**redis_settings(url)), pytest.MonkeyPatch.context() as patch:
+        patch.setenv("REDIS_URL", url)
+        yield
 
 
 @pytest.fixture
