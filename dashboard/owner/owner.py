@@ -87,9 +87,9 @@ class CacheOwner:
     def latest_report(self):
         return self.comparer.latest_report
 
-    def known_pod(self, uid):
-        """(namespace, name) of a pod the watch has shown (pending or cached), else None."""
-        return self.applier.known_pod(uid)
+    def watched_pod(self, uid):
+        """The pod as the watch has shown it (pending or cached), else None."""
+        return self.applier.watched_pod(uid)
 
     # --- the feed -------------------------------------------------------------------------------
     def drain_feed(self, limit=5000, wait=0.0) -> int:

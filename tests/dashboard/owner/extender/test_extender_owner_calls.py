@@ -170,3 +170,24 @@ def test_the_extenders_changes_carry_its_cause_and_its_caller(owner, bound, sett
     # what the algorithm's snapshot in the filter emitted: the call's too
     assert {(cause, actor) for e, cause, actor, _ in events} == {("extender", caller)}
     assert batch.audits == []        # kube-scheduler's acts are its own to log
+
+
+def test_a_filter_for_a_pod_the_watch_brings_a_moment_later_is_answered_by_the_loop(owner):
+    """Issue 23 item 3, as the runner wires it: the call is parked while the owner's loop
+    goes on applying the feed, and answered in the turn after the watch shows the pod."""
+    calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler",
+                       seen=lambda uid: owner.watched_pod(uid) is not None, unseen_wait=30)
+    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    pod = make_pod("fit-0", uid="uid-fit-0", requests={"cpu": "1"})
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(calls.call(
+        "extender_filter", filter_args(pod, [make_node("n1"), make_node("n2")]), 5)))
+    caller.start()
+    assert calls.wait(5)
+    step(owner, deadlines, None, calls=calls)
+    assert calls.parked == 1 and caller.is_alive()   # the loop went on; the call waits
+    owner.feed.put(watched("pods", "ADDED", pod))    # the watch shows it
+    step(owner, deadlines, None, calls=calls)        # applies it
+    step(owner, deadlines, None, calls=calls)        # answers the parked call
+    caller.join(5)
+    assert len(answers[0]["NodeNames"]) == 1 and owner.cache.is_assumed_pod(pod)
