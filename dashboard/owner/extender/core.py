@@ -480,8 +480,8 @@ class Extender:
         label = f"{status.namespace}/{status.name} ({uid})" if status else uid
         log.warning("binding pod %s to node %s failed: %s; the extender forgets it",
                     label, node, reason)
-        if assumed_here:
-            self.changes.forget(uid, node, CAUSE, actor)     # emits pod_forgotten -> released
+        if assumed_here:   # emits pod_forgotten -> released; the reason on its transition
+            self.changes.forget(uid, node, CAUSE, actor, why=reason)
         else:
             self.released(uid)
         return binding_result(f"schedview extender: binding pod {label} to node {node} "

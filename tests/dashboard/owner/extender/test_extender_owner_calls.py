@@ -164,11 +164,14 @@ def test_the_extenders_changes_carry_its_cause_and_its_caller(owner, bound, sett
     verbs["extender_bind_outcome"]({"uid": "uid-web", "node": node, "bound": bound,
                                     "reason": "" if bound else "refused (test)"}, caller)
     events, _, batch = owner.journal.take()
-    assert [(e.kind, cause, actor) for e, cause, actor, _ in events
+    assert [(e.kind, cause, actor) for e, cause, actor, _, _ in events
             if e.kind != "snapshot_updated"] == [("pod_assumed", "extender", caller),
                                                  (settled, "extender", caller)]
+    # a refused Binding's answer is the forgotten pod's cause, on its timeline (issue 23)
+    assert [d for e, _, _, _, d in events if e.kind == settled] == \
+        ["" if bound else "refused (test)"]
     # what the algorithm's snapshot in the filter emitted: the call's too
-    assert {(cause, actor) for e, cause, actor, _ in events} == {("extender", caller)}
+    assert {(cause, actor) for e, cause, actor, _, _ in events} == {("extender", caller)}
     assert batch.audits == []        # kube-scheduler's acts are its own to log
 
 

@@ -83,7 +83,7 @@ def event(seq, kind="pod_added", **fields):
     return {"seq": seq, "at": (T0 + timedelta(seconds=seq)).timestamp(), "kind": kind,
             "key": fields.pop("key", f"uid-{seq}"), "namespace": "default",
             "name": f"pod-{seq}", "node": "n1", "from_state": "Initial", "to_state": "Added",
-            "cause": "watch", "actor": "", "generation": seq, **fields}
+            "cause": "watch", "actor": "", "detail": "", "generation": seq, **fields}
 
 
 async def flush(events=(), status=None):
