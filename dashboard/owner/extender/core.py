@@ -79,6 +79,7 @@ but the cache calls `on_cache_event` under its lock, so call the extender
 from the thread that applies the cache's changes.
 """
 import logging
+import re
 from typing import Callable, Optional
 
 from schedcache.errors import CacheError
@@ -103,6 +104,9 @@ ACTOR = "kube-scheduler"       # who calls the verbs, unless the listener names 
 CAUSE = "extender"             # the cause of the changes the verbs make
 
 NO_REASON = "the scheduler algorithm found no room for the pod on this node"
+# The API server gives every object a random UUID (shared k8s-wire: "uid": "79d4..."); a uid
+# of another form can never be shown by the watch, so a call naming one is not waited for.
+API_SERVER_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class ExtenderUserError(ValueError):
@@ -621,8 +625,12 @@ class Extender:
         PodNotSeen when the watch has not shown the uid."""
         pod = self.watched_pod(uid)
         if pod is None:
-            raise PodNotSeen(uid, f"pod {namespace}/{name} ({uid}) is not a pod the cache "
-                                  f"owner has seen from the API server")
+            unseen = (f"pod {namespace}/{name} ({uid}) is not a pod the cache owner has seen "
+                      f"from the API server")
+            if API_SERVER_UID.fullmatch(uid):
+                raise PodNotSeen(uid, unseen)
+            raise ExtenderUserError(f"{unseen}, and never will be: its uid is not a UUID, "
+                                    f"the only form the API server gives")
         meta = pod["metadata"]
         known = (meta.get("namespace") or "", meta.get("name") or "")
         if known != (namespace, name):

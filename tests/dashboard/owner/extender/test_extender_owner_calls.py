@@ -181,7 +181,7 @@ def test_a_filter_for_a_pod_the_watch_brings_a_moment_later_is_answered_by_the_l
     calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler",
                        seen=lambda uid: owner.watched_pod(uid) is not None, unseen_wait=30)
     deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
-    pod = make_pod("fit-0", uid="uid-fit-0", requests={"cpu": "1"})
+    pod = make_pod("fit-0", uid="5c1e7a3e-2b7f-4d0a-9b1e-0c4f6a7d8e90", requests={"cpu": "1"})
     answers = []
     caller = threading.Thread(target=lambda: answers.append(calls.call(
         "extender_filter", filter_args(pod, [make_node("n1"), make_node("n2")]), 5)))

@@ -9,6 +9,7 @@ answers.py; the owner's thread is this test's, which calls `serve` as the runner
 import copy
 import logging
 import threading
+import uuid
 
 import orjson
 import pytest
@@ -71,8 +72,9 @@ def crowded(world):
 
 
 def new_pod(name, **kwargs):
-    """A pod the API server has, which the owner's watch has not shown yet."""
-    return make_pod(name, uid=f"uid-{name}", **kwargs)
+    """A pod the API server has (a uid of the API server's form, a UUID), which the owner's
+    watch has not shown yet."""
+    return make_pod(name, uid=str(uuid.uuid5(uuid.NAMESPACE_DNS, name)), **kwargs)
 
 
 def served_until_parked(calls):
@@ -128,10 +130,10 @@ def test_a_uid_that_never_appears_is_refused_after_the_wait_and_logged(world, ow
     status, result = caller.result()
     assert status == 400
     assert result["Error"].endswith(f"the owner's watch did not show it within {WAIT:g} s")
-    name = pod["metadata"]["name"]
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
     [record] = [r for r in caplog.records if "refused" in r.getMessage()]
     assert record.getMessage().startswith(
-        f"extender {verb} refused (pod default/{name} (uid-{name})): pod default/{name}")
+        f"extender {verb} refused (pod default/{name} ({uid})): pod default/{name}")
     assert world.state() == before
 
 
@@ -152,6 +154,20 @@ def test_the_parked_calls_are_bounded_and_a_closing_owner_answers_them(world, ow
     for caller in callers:
         status, result = caller.result()
         assert status == 200 and result["Error"] == "the cache owner has stopped"
+
+
+@pytest.mark.parametrize("uid", ["uid-made-up", "' OR '1'='1", "79D4A8C2-0000-4000-8000-0000000000"
+                                 "01"])
+def test_a_uid_the_api_server_would_never_give_is_refused_at_once(world, owner_side, uid):
+    """Not a UUID: the watch can never show it, so it holds no worker for the wait."""
+    calls, _ = owner_side
+    nodes = crowded(world)
+    caller = Caller(calls, "filter", filter_args(make_pod("odd", uid=uid), nodes))
+    wait_for(lambda: calls.serve(), 5, "the call")
+    status, result = caller.result()
+    assert status == 400 and result["Error"].endswith(
+        "never will be: its uid is not a UUID, the only form the API server gives")
+    assert calls.parked == 0
 
 
 def test_without_a_wait_an_unseen_pod_is_refused_at_once(world):
