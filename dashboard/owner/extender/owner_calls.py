@@ -116,32 +116,30 @@ class OwnerCalls:
         try:
             call.result = self._run(call)
         except UnseenPod as exc:
-            if call.parked_until is None and self._park(call, exc.uid, now):
-                return                    # answered by a later serve
-            call.error = self._refusal(call, exc)
+            if call.parked_until is not None:   # its last run, at its deadline
+                why = f"the owner's watch did not show it within {self.unseen_wait:g} s"
+            else:
+                why = self._park(call, exc.uid, now)
+                if why is None:
+                    return                      # answered by a later serve
+            call.error = CommandError(exc.status, f"{exc.message}: {why}") if why else exc
         except CommandError as exc:
             call.error = exc
         call.done.set()
 
-    def _park(self, call, uid, now) -> bool:
+    def _park(self, call, uid, now):
+        """Park the call until the watch shows `uid`: None, or why it is refused instead
+        ("" when this OwnerCalls parks nothing)."""
         if self.seen is None or self.unseen_wait <= 0:
-            return False
+            return ""
         with self._lock:
-            if self._closed or len(self._parked) >= MAX_PARKED:
-                return False
+            if self._closed:
+                return "the cache owner is stopping"
+            if len(self._parked) >= MAX_PARKED:
+                return f"{MAX_PARKED} calls already wait for pods the watch has not shown"
             call.unseen, call.parked_until = uid, now + self.unseen_wait
             self._parked.append(call)
-        return True
-
-    def _refusal(self, call, exc) -> CommandError:
-        """The refusal of a call whose pod the watch does not show, saying why."""
-        if call.parked_until is not None:
-            why = f"the owner's watch did not show it within {self.unseen_wait:g} s"
-        elif self.seen is None or self.unseen_wait <= 0:
-            return exc
-        else:
-            why = f"{MAX_PARKED} calls already wait for pods the watch has not shown"
-        return CommandError(exc.status, f"{exc.message}: {why}")
+        return None
 
     def _run(self, call):
         return run_handler(self.handlers, call.op, call.args, call.actor, "owner call")
@@ -163,7 +161,7 @@ class OwnerCalls:
 
     def close(self) -> None:
         """The owner stops, or its listener closes: refuse new calls and answer the queued
-        ones as unavailable."""
+        and parked ones as unavailable."""
         with self._lock:
             self._closed = True
             calls = [c for c in self._queue if c.state == _QUEUED] + self._parked
