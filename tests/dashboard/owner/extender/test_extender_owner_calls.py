@@ -28,6 +28,7 @@ from dashboard.wire.keys import OWNER_COMMANDS
 from tests.dashboard.owner.extender.extender_builders import BindRecorder, bind_args, filter_args
 from tests.dashboard.owner.extender.listener_client import connect, post
 from tests.decoded_feed import synced_items, watched
+from tests.waiting import wait_for
 
 NEVER = float("inf")
 
@@ -194,3 +195,38 @@ def test_a_filter_for_a_pod_the_watch_brings_a_moment_later_is_answered_by_the_l
     step(owner, deadlines, None, calls=calls)        # answers the parked call
     caller.join(5)
     assert len(answers[0]["NodeNames"]) == 1 and owner.cache.is_assumed_pod(pod)
+
+
+@pytest.mark.parametrize("shown", [True, False], ids=["shown a moment later", "never shown"])
+def test_over_http_an_unseen_pod_is_answered_once_shown_or_refused_after_the_wait(
+        owner, served, caplog, shown):
+    """kube-scheduler's filter over the real listener while the owner's loop runs in its
+    thread: parked, the loop goes on; answered when the feed brings the pod, else a 400
+    after the wait, logged with the verb, the pod and why."""
+    calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler",
+                       seen=lambda uid: owner.watched_pod(uid) is not None, unseen_wait=1.0)
+    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    served(lambda: step(owner, deadlines, None, calls=calls))
+    uid = "0d3f5a9e-6c1b-4e2a-8f7d-3b9c1e5a7d20"
+    pod = make_pod("fit-1", uid=uid, requests={"cpu": "1"})
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=None).start()
+    answered = []
+    try:
+        caller = threading.Thread(target=lambda: answered.append(post(
+            connect(listener), "filter", filter_args(pod, [make_node("n1"), make_node("n2")]))))
+        caller.start()
+        wait_for(lambda: calls.parked == 1, 5, "the filter to be parked")
+        if shown:
+            owner.feed.put(watched("pods", "ADDED", pod))
+        caller.join(10)
+    finally:
+        listener.close()
+    status, result = answered[0]
+    if shown:
+        assert status == 200 and len(result["NodeNames"]) == 1
+        assert owner.cache.is_assumed_pod(pod)
+    else:
+        assert status == 400 and result["Error"].endswith(
+            "the owner's watch did not show it within 1 s")
+        assert f"extender filter refused (pod default/fit-1 ({uid})): pod default/fit-1" \
+            in caplog.text
