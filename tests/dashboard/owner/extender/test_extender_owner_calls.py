@@ -1,6 +1,7 @@
 """kube-scheduler's calls in the owner's loop (`runner.step` with the listener's calls): served
 ahead of the feed, which is applied in chunks between them, on a real CacheOwner with its
 extender attached as `manage.py watch` attaches it."""
+import logging
 import socket
 import threading
 
@@ -203,6 +204,7 @@ def test_over_http_an_unseen_pod_is_answered_once_shown_or_refused_after_the_wai
     """kube-scheduler's filter over the real listener while the owner's loop runs in its
     thread: parked, the loop goes on; answered when the feed brings the pod, else a 400
     after the wait, logged with the verb, the pod and why."""
+    caplog.set_level(logging.WARNING, "dashboard.owner.extender.answers")
     calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler",
                        seen=lambda uid: owner.watched_pod(uid) is not None, unseen_wait=1.0)
     deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
