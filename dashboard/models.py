@@ -112,6 +112,9 @@ class Transition(models.Model):
     to_state = models.CharField(max_length=16, blank=True)
     cause = models.CharField(max_length=16)  # watch, relist, bind, reaper, operator, owner
     actor = models.CharField(max_length=150, blank=True)
+    # Why, in the words of whoever refused: a failed bind's API server answer (status and
+    # message), an operator's reason, the bind deadline. Empty for most transitions.
+    detail = models.TextField(blank=True, default="")
     generation = models.BigIntegerField(default=0)
 
     class Meta:

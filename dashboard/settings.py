@@ -267,6 +267,13 @@ if SCHEDVIEW_EXTENDER_CLIENT_CA and not SCHEDVIEW_EXTENDER_CERT:
     raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_CLIENT_CA needs SCHEDVIEW_EXTENDER_CERT and "
                                "SCHEDVIEW_EXTENDER_KEY: a client certificate is asked for over "
                                "HTTPS only")
+# Seconds a filter or preempt naming a pod the owner's watch has not shown yet waits for it
+# before it is refused (kube-scheduler's informer sees new pods first). Keep it under
+# kube-scheduler's httpTimeout (5 s in deploy/), which gives up on the call; 0: refuse at once.
+SCHEDVIEW_EXTENDER_UNSEEN_WAIT = env.float("SCHEDVIEW_EXTENDER_UNSEEN_WAIT", default=3.0)
+if not 0 <= SCHEDVIEW_EXTENDER_UNSEEN_WAIT <= 10:
+    raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_UNSEEN_WAIT must be 0 to 10 seconds, not "
+                               f"{SCHEDVIEW_EXTENDER_UNSEEN_WAIT}")
 # Seconds the bind verb's Binding POST may take. kube-scheduler's httpTimeout must exceed it
 # plus twice SCHEDVIEW_EXTENDER_TIMEOUT's worst case (the README says how to set it).
 SCHEDVIEW_EXTENDER_BIND_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_BIND_TIMEOUT", default=3.0)

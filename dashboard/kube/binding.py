@@ -85,7 +85,7 @@ def _bind_once(uid, namespace, name, node, timeout):
     if status == 409:
         return _conflict(http, uid, namespace, name, node, timeout)
     if status == 429 or status >= 500:
-        return RETRY, f"binding answered {status} {_reason(status)}".rstrip()
+        return RETRY, _answered(status, answer)
     return FORGET, f"binding refused: {status} {status_message(answer)}".rstrip()
 
 
@@ -114,6 +114,14 @@ def _conflict(http, uid, namespace, name, node, timeout) -> tuple[str, str]:
     if meta.get("deletionTimestamp"):
         return FORGET, "pod is being deleted"
     return RETRY, "binding conflict"
+
+
+def _answered(status: int, answer) -> str:
+    """"binding answered 503 Service Unavailable: <the Status's message>": what the API
+    server said, kept on the pod's timeline when the pod is forgotten."""
+    said = f"binding answered {status} {_reason(status)}".rstrip()
+    message = status_message(answer)
+    return f"{said}: {message}" if message else said
 
 
 def _reason(status: int) -> str:

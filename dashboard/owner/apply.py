@@ -93,14 +93,14 @@ class FeedApplier:
         """The uid of the pending pod `namespace/name`, or None."""
         return self._pending_by_name.get((namespace, name))
 
-    def known_pod(self, uid):
-        """(namespace, name) of a pod the watch has shown (pending or cached), else None."""
+    def watched_pod(self, uid):
+        """The pod as the watch has shown it (pending, or as the cache holds it), else None.
+        A pending pod is the Mapping the rows read too: callers copy before changing it."""
         pod = self.pending.get(uid)
         if pod is not None:
-            meta = pod.get("metadata") or {}
-            return meta.get("namespace") or "", meta.get("name") or ""
+            return pod
         info = self.cache.pod_info(uid)
-        return (info.namespace, info.name) if info is not None else None
+        return info.pod if info is not None else None
 
     # --- pods ---------------------------------------------------------------------------------
     def _apply_pod_record(self, kind, record):

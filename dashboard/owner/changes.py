@@ -42,11 +42,13 @@ class CacheChanges:
         self.cache.finish_binding(_ref(uid), now=now)
         return assumed
 
-    def forget(self, uid: str, node: str, cause: str, actor: str, audit: str = ""):
+    def forget(self, uid: str, node: str, cause: str, actor: str, audit: str = "",
+               why: str = ""):
         """The assumption of the pod on `node` is dropped (its bind failed, or it was
-        abandoned); with `audit`, the owner's own act is audited with that message."""
+        abandoned); `why` (a failed bind's API server answer) stays on the transition;
+        with `audit`, the owner's own act is audited with that message (and it is why)."""
         info = self.cache.pod_info(uid)
-        self.journal.stamp(cause, actor)
+        self.journal.stamp(cause, actor, why or audit)
         self.cache.forget_pod(_ref(uid, node))
         if audit:
             self._audit("forget", uid, node, audit, info, cause, actor)

@@ -74,15 +74,19 @@ class CommandHandlers:
         return {"uid": uid, "changed": changed}
 
     def forget(self, args, actor):
-        """An assumed pod forgotten; one not in the cache is a no-op unless `strict`."""
+        """An assumed pod forgotten; one not in the cache is a no-op unless `strict`. Its
+        `reason` (a bind task's: the API server's answer) stays on the transition."""
         uid = self._uid(args)
         node = self._assumed_node(uid, args.get("strict", False))
         if node is None:
             return {"uid": uid, "changed": False}
         if args.get("node") and args["node"] != node:
             raise CommandError(409, f"pod {uid} is assumed on {node!r}, not {args['node']!r}")
+        reason = args.get("reason") or ""
+        if not isinstance(reason, str):
+            raise CommandError(400, "forget's reason must be a string")
         before = self._aggregates(node)
-        self.changes.forget(uid, node, command_cause(actor), actor)
+        self.changes.forget(uid, node, command_cause(actor), actor, why=reason)
         return {"uid": uid, "changed": True, "node": node, "before": before,
                 "after": self._aggregates(node)}
 

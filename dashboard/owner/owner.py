@@ -87,9 +87,9 @@ class CacheOwner:
     def latest_report(self):
         return self.comparer.latest_report
 
-    def known_pod(self, uid):
-        """(namespace, name) of a pod the watch has shown (pending or cached), else None."""
-        return self.applier.known_pod(uid)
+    def watched_pod(self, uid):
+        """The pod as the watch has shown it (pending or cached), else None."""
+        return self.applier.watched_pod(uid)
 
     # --- the feed -------------------------------------------------------------------------------
     def drain_feed(self, limit=5000, wait=0.0) -> int:
@@ -173,12 +173,12 @@ class CacheOwner:
         events, bind_seconds, batch = self.journal.take()
         seq_base = self.journal.seq_base
         published = []
-        for event, cause, actor, at in events:
+        for event, cause, actor, at, detail in events:
             row = {"seq": seq_base + event.seq, "at": utc(at), "kind": event.kind,
                    "key": event.key, "namespace": event.namespace, "name": event.name,
                    "node": event.node, "from_state": event.from_state or "",
                    "to_state": event.to_state or "", "cause": cause, "actor": actor,
-                   "generation": event.generation}
+                   "detail": detail, "generation": event.generation}
             if event.kind != "snapshot_updated":
                 batch.transitions.append(row)
             published.append(dict(row, at=at))

@@ -49,7 +49,7 @@ class OwnerMetrics(Collector):
         comparisons it recorded, and the durations of the binds that went through (timed
         by the owner's record of assumptions, dashboard/owner/assumptions.py)."""
         counts = dict(self._transitions)
-        for event, cause, _actor, _at in events:
+        for event, cause, _actor, _at, _detail in events:
             key = (event.kind, cause)
             counts[key] = counts.get(key, 0) + 1
         for seconds in bind_seconds:

@@ -40,7 +40,7 @@ NODE_FIELDS = ["zone", "tree_index", "has_node", "generation", "pods", "requeste
                "conditions", "unschedulable", "cpu_percent", "memory_percent", "gpu_percent",
                "changed_at", "owner_epoch"]
 TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state",
-                     "to_state", "cause", "actor", "generation"]
+                     "to_state", "cause", "actor", "detail", "generation"]
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
 ATTEMPTS = 4           # tries of a batch that fails for another reason than an outage

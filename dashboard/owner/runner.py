@@ -134,7 +134,7 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     owner's listener only."""
     algorithm = load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache)
     extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
-                        schedule_bind or BindSender(publish_binds), known_pod=owner.known_pod,
+                        schedule_bind or BindSender(publish_binds), watched_pod=owner.watched_pod,
                         changes=owner.changes)
     # An operator's or a tool's assume is checked by the same filters (when the algorithm
     # can say why a pod does not fit; the SchedulerAlgorithm interface does not require it).
@@ -261,7 +261,9 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
     frozen = False
     # kube-scheduler's calls on the owner's own listener, which opens once the cache is synced.
-    calls = (OwnerCalls(owner.scheduler_verbs, SCHEDULER)
+    calls = (OwnerCalls(owner.scheduler_verbs, SCHEDULER,
+                        seen=lambda uid: owner.watched_pod(uid) is not None,
+                        unseen_wait=settings.SCHEDVIEW_EXTENDER_UNSEEN_WAIT)
              if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
     listener, listen_at = None, 0.0
     try:

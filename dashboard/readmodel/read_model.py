@@ -215,14 +215,28 @@ def recent_outcomes() -> RecentOutcomes:
 
 
 @dataclass(frozen=True)
+class BindFailure:
+    """A pod forgotten because its bind failed, and why (the API server's answer)."""
+    at: object              # datetime
+    uid: str
+    namespace: str
+    name: str
+    node: str
+    cause: str              # bind, extender, bind deadline
+    detail: str
+
+
+@dataclass(frozen=True)
 class BindHealth:
     """The bind path: Celery's queue in Redis, and how the binds of the health window ended
     (pods bound, and pods forgotten because their bind failed or never finished): the one
-    bind-failure figure, which the banner, the health panel and the binds panel all show."""
+    bind-failure figure, which the banner, the health panel and the binds panel all show,
+    and the window's latest failures with their causes (where the banner's "see why" leads)."""
     queued: int | None      # tasks waiting in Celery's queue; None when Redis did not answer
     finished: int
     failed: int
     window: float           # seconds: SCHEDVIEW_HEALTH_WINDOW
+    latest_failures: tuple = ()   # BindFailure, newest first
 
     @property
     def window_text(self) -> str:
@@ -283,8 +297,24 @@ def bind_failures(now=None, window: float | None = None) -> tuple[int, int, floa
     return finished, failed, window
 
 
-def bind_health() -> BindHealth:
-    return BindHealth(bind_queue_depth(), *bind_failures())
+LATEST_BIND_FAILURES = 5
+
+
+def latest_bind_failures(since, limit: int = LATEST_BIND_FAILURES) -> tuple:
+    """The newest pods forgotten since `since` because their bind failed, with why; bounded
+    by time (the `at` index) so a history of quiet months is not scanned for them."""
+    rows = (Transition.objects.filter(at__gte=since, kind="pod_forgotten",
+                                      cause__in=BIND_FAILURE_CAUSES)
+            .order_by("-seq").values_list("at", "key", "namespace", "name", "node", "cause",
+                                          "detail")[:limit])
+    return tuple(BindFailure(*row) for row in rows)
+
+
+def bind_health(now=None) -> BindHealth:
+    finished, failed, window = bind_failures(now)
+    since = (now or timezone.now()) - timedelta(seconds=window)
+    return BindHealth(bind_queue_depth(), finished, failed, window,
+                      latest_bind_failures(since) if failed else ())
 
 
 # --- the owner ------------------------------------------------------------------------------

@@ -38,8 +38,9 @@ that failed comes back):
    Every failure writes the pod's PodScheduled=False condition (Unschedulable or
    SchedulerError, with kube-scheduler's message) when it changed.
 
-A 400 from the extender means it refused the pod (one it has not seen from the API
-server yet): that attempt is an error, and the pod backs off. Left out:
+A 400 from the extender means it refused the pod (one its watch did not show within
+SCHEDVIEW_EXTENDER_UNSEEN_WAIT, or a malformed call): that attempt is an error, and the
+pod backs off. Left out:
 PodDisruptionBudgets, nominated pods' room on their node for other pods, scoring (the
 first node the extender keeps is bound), kube-scheduler's inter-pod affinity and
 volume plugins (the `scheduling` library's predicates are the filter plugins here).

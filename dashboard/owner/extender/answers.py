@@ -1,7 +1,10 @@
 """How kube-scheduler's call on the owner's listener is answered.
 
 - a user error (malformed body, unknown pod: the owner refused with 400, 404 or
-  409) is a 400 with {"Error": message};
+  409) is a 400 with {"Error": message}, logged with the verb, the pod the body names
+  and why: kube-scheduler logs a refused call only at -v=4 and a refused preempt
+  leaves the pod unschedulable until the next cluster event, so ours is where an
+  operator finds out;
 - a platform error (a busy owner, the owner failing) is logged and, for filter and
   bind, reported inside the result body with HTTP 200, since that is where
   kube-scheduler reads it; preempt answers 500 (shared k8s-wire/extender 04b: a
@@ -42,9 +45,9 @@ def answer(op: str, raw: bytes, call: Callable[[str, dict], object],
     try:
         body = decode(raw)
     except orjson.JSONDecodeError as exc:
-        return 400, {"Error": f"the body is not JSON: {exc}"}
+        return _refused(op, None, f"the body is not JSON: {exc}")
     if not isinstance(body, dict):
-        return 400, {"Error": "the body must be a JSON object"}
+        return _refused(op, None, "the body must be a JSON object")
     try:
         result = call(op, body)
         if op == "extender_bind":
@@ -52,12 +55,32 @@ def answer(op: str, raw: bytes, call: Callable[[str, dict], object],
         return 200, result
     except CommandError as exc:
         if exc.status in USER_ERRORS:
-            return 400, {"Error": exc.message}
+            return _refused(op, body, exc.message)
         log.error("extender %s failed: %s", op, exc)
         failed = _FAILED_RESULTS[op]
         if failed is None:
             return 500, {"Error": exc.message}
         return 200, dict(failed, Error=exc.message)
+
+
+def _refused(op: str, body, why: str) -> tuple[int, dict]:
+    log.warning("extender %s refused (pod %s): %s", op.removeprefix("extender_"),
+                _pod_named(body), why)
+    return 400, {"Error": why}
+
+
+def _pod_named(body) -> str:
+    """namespace/name (uid) of the pod a request body names, as far as it names one."""
+    pod = body.get("Pod") if isinstance(body, dict) else None
+    meta = pod.get("metadata") if isinstance(pod, dict) else None
+    if isinstance(meta, dict):
+        ids = meta.get("namespace"), meta.get("name"), meta.get("uid")
+    elif isinstance(body, dict):
+        ids = body.get("PodNamespace"), body.get("PodName"), body.get("PodUID")
+    else:
+        ids = None, None, None
+    namespace, name, uid = (i if isinstance(i, str) else "?" for i in ids)
+    return f"{namespace}/{name} ({uid})"
 
 
 def _bind(plan, call, post_binding) -> dict:

@@ -11,7 +11,10 @@ decoder matches keys case-insensitively, so this reads them the same way.
 
 Errors, as in HiveD: a malformed request, or a pod the owner's watch has never
 shown (a pod named in a call must be a pod of the cluster: nothing else is assumed or
-tracked), raises ExtenderUserError; the HTTP layer answers 400 with its message. A
+tracked), raises ExtenderUserError; the HTTP layer answers 400 with its message. An
+unseen pod raises PodNotSeen: kube-scheduler's informer often sees a new pod before the
+owner's watch does, so the owner parks a filter or preempt naming one until the watch
+shows it (owner_calls.py) and refuses it only if it never does. A
 platform failure (the algorithm or the cache raising) is logged and answered inside the
 result's "Error", which is what kube-scheduler reads. A refused request changes nothing:
 everything is validated before the cache or the statuses are touched.
@@ -56,6 +59,11 @@ NodeNameToVictims); the answer names only that node (kube-scheduler preempts whe
 told: 03c), or no node when preemption cannot help, the reasons then logged and kept as
 the pod's Waiting status.
 
+The pod decided on is the pod as the owner's watch shows it, never the request's: the
+body only names it (uid, namespace, name), so a body with a real pod's uid and its
+nodeSelector, tolerations or requests changed places nothing against the pod's own
+constraints (issue 22, item 8).
+
 The extender changes the cache only through the owner's doors (`changes`, a
 dashboard.owner.changes.CacheChanges): its assumptions, the bind outcomes and the
 forgetting of a refused or void placement are stamped with the cause "extender" and
@@ -71,6 +79,7 @@ but the cache calls `on_cache_event` under its lock, so call the extender
 from the thread that applies the cache's changes.
 """
 import logging
+import re
 from typing import Callable, Optional
 
 from schedcache.errors import CacheError
@@ -95,12 +104,23 @@ ACTOR = "kube-scheduler"       # who calls the verbs, unless the listener names 
 CAUSE = "extender"             # the cause of the changes the verbs make
 
 NO_REASON = "the scheduler algorithm found no room for the pod on this node"
+# The API server gives every object a random UUID (shared k8s-wire: "uid": "79d4..."); a uid
+# of another form can never be shown by the watch, so a call naming one is not waited for.
+API_SERVER_UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
 class ExtenderUserError(ValueError):
     """The request is malformed or names a pod the extender cannot act on: HTTP 400."""
 
     status = 400
+
+
+class PodNotSeen(ExtenderUserError):
+    """The call names a uid the owner's watch has not shown (yet): `uid`."""
+
+    def __init__(self, uid: str, message: str):
+        super().__init__(message)
+        self.uid = uid
 
 
 class BindPlan:
@@ -284,14 +304,14 @@ class Extender:
     schedule_bind(uid, namespace, name, node): queue the Binding of a pod the extender
     binds on its own, with nobody waiting (the owner passes a BindSender, which
     publishes to the Celery batched bind path from its own thread); it must not block.
-    known_pod(uid) -> (namespace, name) of a pod the owner's watch has shown (pending
-    or cached), or None. `changes`: the owner's doors, the extender's only way to change
+    watched_pod(uid) -> the pod Mapping as the owner's watch shows it (pending or
+    cached), or None: what the extender decides on, whatever the request's body says. `changes`: the owner's doors, the extender's only way to change
     the cache (it reads `cache`).
     """
 
     def __init__(self, cache, algorithm, statuses: PodScheduleStatuses,
                  schedule_bind: Callable[[str, str, str, str], object], *,
-                 known_pod: Callable[[str], Optional[tuple]], changes: CacheChanges,
+                 watched_pod: Callable[[str], Optional[dict]], changes: CacheChanges,
                  force_bind_after: int = FORCE_BIND_AFTER):
         if force_bind_after < 1:
             raise ValueError("force_bind_after must be at least 1")
@@ -300,7 +320,7 @@ class Extender:
         self.algorithm = algorithm
         self.statuses = statuses
         self.schedule_bind = schedule_bind
-        self.known_pod = known_pod
+        self.watched_pod = watched_pod
         self.force_bind_after = force_bind_after
         self._released = []   # placed pods to hand to algorithm.delete_allocated_pod
         self._last_names = LastNodeNames()
@@ -311,9 +331,9 @@ class Extender:
     def filter(self, args: dict, actor: str = ACTOR) -> dict:
         """ExtenderArgs -> ExtenderFilterResult. Raises ExtenderUserError for a bad request.
         `actor`: the caller, recorded with the changes the call makes."""
-        pod, uid, namespace, name = _pod_identity(args, "filter")
+        _, uid, namespace, name = _pod_identity(args, "filter")
         candidates = _candidates(args, self._last_names)
-        self._check_known(uid, namespace, name)
+        pod = self._watched(uid, namespace, name)
         self.stats["filter"] += 1
         self._flush_released()
         try:
@@ -430,7 +450,7 @@ class Extender:
             values[key] = value
         uid, node = values["PodUID"], values["Node"]
         namespace, name = values["PodNamespace"], values["PodName"]
-        self._check_known(uid, namespace, name)
+        self._watched(uid, namespace, name)
         label = f"{namespace}/{name} ({uid})"
         status = self.statuses.get(uid)
         if status is None:
@@ -464,8 +484,8 @@ class Extender:
         label = f"{status.namespace}/{status.name} ({uid})" if status else uid
         log.warning("binding pod %s to node %s failed: %s; the extender forgets it",
                     label, node, reason)
-        if assumed_here:
-            self.changes.forget(uid, node, CAUSE, actor)     # emits pod_forgotten -> released
+        if assumed_here:   # emits pod_forgotten -> released; the reason on its transition
+            self.changes.forget(uid, node, CAUSE, actor, why=reason)
         else:
             self.released(uid)
         return binding_result(f"schedview extender: binding pod {label} to node {node} "
@@ -493,9 +513,9 @@ class Extender:
     def preempt(self, args: dict) -> dict:
         """ExtenderPreemptionArgs -> ExtenderPreemptionResult: victims on the node chosen
         among those sent (as MetaPods), or no node when preemption cannot help."""
-        pod, uid, namespace, name = _pod_identity(args, "preempt")
+        _, uid, namespace, name = _pod_identity(args, "preempt")
         nodes = _preemption_nodes(args)
-        self._check_known(uid, namespace, name)
+        pod = self._watched(uid, namespace, name)
         self.stats["preempt"] += 1
         self._flush_released()
         label = f"{namespace}/{name} ({uid})"
@@ -600,15 +620,23 @@ class Extender:
         return status.as_dict() if status is not None else {"uid": uid, "state": UNKNOWN}
 
     # --- helpers ----------------------------------------------------------------------------
-    def _check_known(self, uid, namespace, name):
-        """The pod must be one the owner's watch has shown, under the same name."""
-        known = self.known_pod(uid)
-        if known is None:
-            raise ExtenderUserError(f"pod {namespace}/{name} ({uid}) is not a pod the cache "
-                                    f"owner has seen from the API server")
-        if tuple(known) != (namespace, name):
+    def _watched(self, uid, namespace, name) -> dict:
+        """The pod as the owner's watch shows it, which must carry the name the call gives;
+        PodNotSeen when the watch has not shown the uid."""
+        pod = self.watched_pod(uid)
+        if pod is None:
+            unseen = (f"pod {namespace}/{name} ({uid}) is not a pod the cache owner has seen "
+                      f"from the API server")
+            if API_SERVER_UID.fullmatch(uid):
+                raise PodNotSeen(uid, unseen)
+            raise ExtenderUserError(f"{unseen}, and never will be: its uid is not a UUID, "
+                                    f"the only form the API server gives")
+        meta = pod["metadata"]
+        known = (meta.get("namespace") or "", meta.get("name") or "")
+        if known != (namespace, name):
             raise ExtenderUserError(f"pod {uid} is {known[0]}/{known[1]} in the cluster, "
                                     f"not {namespace}/{name}")
+        return pod
 
     def _node_exists(self, name) -> bool:
         info = self.cache.node_info(name)
@@ -634,5 +662,5 @@ class Extender:
                 log.exception("algorithm.delete_allocated_pod failed")
 
 
-__all__ = ["ACTOR", "BindPlan", "Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "TransitionError",
-           "binding_result", "filter_result", "preemption_result"]
+__all__ = ["ACTOR", "BindPlan", "Extender", "ExtenderUserError", "FORCE_BIND_AFTER", "PodNotSeen",
+           "TransitionError", "binding_result", "filter_result", "preemption_result"]

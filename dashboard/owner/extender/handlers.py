@@ -8,7 +8,8 @@ other processes ask over Redis: the statuses page and REST read the statuses wit
 
     owner.register(command_handlers(extender))
 """
-from .core import Extender, ExtenderUserError
+from .core import Extender, ExtenderUserError, PodNotSeen
+from .owner_calls import UnseenPod
 from .statuses import TransitionError
 from dashboard.wire.commands import CommandError
 from dashboard.wire.extender import MAX_LIMIT, STATES
@@ -16,12 +17,16 @@ from dashboard.wire.extender import MAX_LIMIT, STATES
 OPS = ("extender_status", "extender_statuses")
 
 
-def _guarded(call, with_actor=False):
+def _guarded(call, with_actor=False, waits_for_pod=False):
     """A handler(args, actor) of `call(args)`, or of `call(args, actor)` `with_actor` (a
-    verb that changes the cache records its caller)."""
+    verb that changes the cache records its caller). `waits_for_pod`: a pod the watch has
+    not shown is an UnseenPod, which OwnerCalls parks until it does."""
     def handler(args, actor):
         try:
             return call(args, actor) if with_actor else call(args)
+        except PodNotSeen as exc:
+            raise (UnseenPod(exc.uid, str(exc)) if waits_for_pod
+                   else CommandError(400, str(exc))) from None
         except ExtenderUserError as exc:
             raise CommandError(400, str(exc)) from None
         except TransitionError as exc:
@@ -73,12 +78,14 @@ def command_handlers(extender: Extender) -> dict:
 
 
 def verb_handlers(extender: Extender) -> dict:
-    """kube-scheduler's verbs; `extender_bind_outcome` settles the Binding a bind planned."""
+    """kube-scheduler's verbs; `extender_bind_outcome` settles the Binding a bind planned.
+    filter and preempt wait for a pod the watch has not shown yet (kube-scheduler's
+    informer saw it first); a bind follows a filter, so its pod is one the watch showed."""
     def bind_outcome(args, actor):
         return extender.bind_outcome(args["uid"], args["node"], args["bound"], args["reason"],
                                      actor=actor)
 
-    return {"extender_filter": _guarded(extender.filter, with_actor=True),
+    return {"extender_filter": _guarded(extender.filter, with_actor=True, waits_for_pod=True),
             "extender_bind": _guarded(extender.bind),
             "extender_bind_outcome": _guarded(bind_outcome, with_actor=True),
-            "extender_preempt": _guarded(extender.preempt)}
+            "extender_preempt": _guarded(extender.preempt, waits_for_pod=True)}

@@ -124,14 +124,18 @@ class TransitionOut(Schema):
     node: str
     from_state: str
     to_state: str
-    cause: str = Field(description="watch, relist, bind, reaper, operator or owner")
+    cause: str = Field(description="watch, relist, bind, reaper, operator, owner, extender "
+                                   "or bind deadline")
     actor: str = Field(description="who asked, for commands")
+    detail: str = Field(description="why, where it was told: a failed bind's API server "
+                                    "answer (status and message), the bind deadline, an "
+                                    "operator's reason; empty for most transitions")
 
 
 TRANSITION_EXAMPLE = {"seq": 48213, "at": "2026-11-22T11:52:13.120Z", "kind": "pod_assumed",
                       "key": POD_EXAMPLE["uid"], "namespace": "team-a", "name": "web-7f9c",
                       "node": "node-0003", "from_state": "Initial", "to_state": "Assumed",
-                      "cause": "operator", "actor": "alice"}
+                      "cause": "operator", "actor": "alice", "detail": ""}
 
 
 class PodDetailOut(PodOut):

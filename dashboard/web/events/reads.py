@@ -31,7 +31,7 @@ KINDS = [cache_events.POD_ASSUMED, cache_events.POD_BINDING_FINISHED,
          OWNER_LEADING]
 NODE_KINDS = [kind for kind in KINDS if kind.startswith("node_")]
 # What made a transition (Transition.cause): the owner stamps one on every event.
-CAUSES = ["watch", "relist", "bind", "reaper", "operator", "owner", "extender"]
+CAUSES = ["watch", "relist", "bind", "reaper", "operator", "owner", "extender", "bind deadline"]
 NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")   # a DNS label
 
 
@@ -103,6 +103,7 @@ class EventRow:
     to_state: str
     cause: str
     actor: str
+    detail: str = ""     # why (a failed bind's API server answer), where it was told
 
     @property
     def is_pod(self) -> bool:
@@ -127,11 +128,11 @@ def row_of(event: dict) -> EventRow:
                     namespace=event.get("namespace") or "", name=event.get("name") or "",
                     node=event.get("node") or "", from_state=event.get("from_state") or "",
                     to_state=event.get("to_state") or "", cause=event.get("cause") or "",
-                    actor=event.get("actor") or "")
+                    actor=event.get("actor") or "", detail=event.get("detail") or "")
 
 
 _FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state", "to_state",
-           "cause", "actor"]
+           "cause", "actor", "detail"]
 
 
 def history_cursor() -> int:

@@ -47,7 +47,8 @@ KINDS = {
     "pod_removed": "removed",
 }
 CAUSES = {"watch": "watch event", "relist": "relist", "bind": "bind result",
-          "reaper": "reaper", "operator": "operator", "owner": "owner"}
+          "reaper": "reaper", "operator": "operator", "owner": "owner",
+          "extender": "kube-scheduler's extender", "bind deadline": "bind deadline"}
 READ_MODEL_STATES = {PodState.PENDING: "Initial"}   # read model state -> diagram state
 
 
@@ -62,6 +63,7 @@ class Step:
     cause: str
     actor: str
     node: str
+    detail: str      # why, where it was told: a failed bind's API server answer
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,8 @@ class PodHistory:
 def _step(t: Transition) -> Step:
     return Step(seq=t.seq, at=t.at, kind=KINDS.get(t.kind, t.kind.replace("_", " ")),
                 from_state=t.from_state, to_state=_diagram_state(t),
-                cause=CAUSES.get(t.cause, t.cause), actor=t.actor, node=t.node)
+                cause=CAUSES.get(t.cause, t.cause), actor=t.actor, node=t.node,
+                detail=t.detail)
 
 
 def shown_state(kind: str, to_state: str) -> str:

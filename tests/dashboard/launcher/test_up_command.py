@@ -32,6 +32,8 @@ def up(var_dir: Path, port: int, extender_port: int = 0) -> subprocess.Popen:
            if name not in ("REDIS_URL", "DATABASE_URL", "SCHEDVIEW_KUBECONFIG")}
     env["SCHEDVIEW_VAR_DIR"] = str(var_dir)
     env["SCHEDVIEW_EXTENDER_ADDRESS"] = f"127.0.0.1:{extender_port}" if extender_port else ""
+    # filter_answers asks about a pod the cluster lacks: refused at once, not after a wait
+    env["SCHEDVIEW_EXTENDER_UNSEEN_WAIT"] = "0"
     return spawn([sys.executable, "manage.py", "up", "--port", str(port),
                              "--nodes", "8", "--pods", "60", "--churn", "5"],
                             cwd=BASE_DIR, env=env, text=True,

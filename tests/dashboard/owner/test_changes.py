@@ -10,6 +10,7 @@ from schedcache import Cache, CacheError
 from simcluster.generate import make_node, make_pod
 
 from dashboard.owner.changes import BIND_DEADLINE_CAUSE
+from dashboard.owner.commands import CommandError, CommandServer
 from dashboard.owner.owner import CacheOwner
 from tests.decoded_feed import synced_items
 
@@ -28,7 +29,8 @@ class Clock:
 
 def fresh_owner():
     """An owner with node n1 and the pending pod a, the sync's events taken."""
-    owner = CacheOwner(Cache(ttl=30), clock=Clock(), bind_deadline=60)
+    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), clock=Clock(),
+                       bind_deadline=60)
     for item in synced_items([make_node("n1")], [make_pod("a", namespace="team", uid=UID)]):
         owner.apply(item)
     owner.journal.take()
@@ -86,7 +88,7 @@ def test_a_door_changes_the_cache_and_stamps_its_event(door, before, call, kind,
     before(owner)
     call(owner)
     events, _, batch = owner.journal.take()
-    assert [(e.kind, e.key, c, a) for e, c, a, _ in events] == [(kind, UID, cause, actor)]
+    assert [(e.kind, e.key, c, a) for e, c, a, _, _ in events] == [(kind, UID, cause, actor)]
     assert owner.clock.now == events[0][3]           # stamped with the owner's clock
     if audited:
         [audit] = batch.audits
@@ -96,6 +98,42 @@ def test_a_door_changes_the_cache_and_stamps_its_event(door, before, call, kind,
         assert "bind deadline of 60 s" in audit["message"]
     else:
         assert batch.audits == []
+
+
+WHY = 'binding refused: 403 pods "a" is forbidden: admission webhook denied the request'
+# (how the pod is forgotten, the detail its transition keeps)
+FORGETS = [
+    ("the door, told why", lambda o: o.changes.forget(UID, "n1", "extender", "ks", why=WHY),
+     WHY),
+    ("a bind task's forget command", lambda o: o.commands.handlers["forget"](
+        {"uid": UID, "node": "n1", "reason": WHY}, "bind"), WHY),
+    ("the bind deadline", lambda o: (setattr(o.clock, "now", o.clock.now + 61),
+                                     o.forget_overdue_binds()),
+     "not bound within the bind deadline of 60 s"),
+    ("an operator, saying nothing", lambda o: o.changes.forget(UID, "n1", "operator", "al"),
+     ""),
+]
+
+
+@pytest.mark.parametrize("how, call, detail", FORGETS, ids=[f[0] for f in FORGETS])
+def test_a_forget_keeps_its_cause_in_the_transitions_detail(how, call, detail):
+    """Issue 23: a failed bind's API server answer is on the pod's timeline, not only in
+    the console. The stamp's detail is the forget's alone: what follows carries none."""
+    owner = fresh_owner()
+    assumed(owner)
+    call(owner)
+    owner.changes.assume(placed(owner), "operator", "alice")
+    events, _, _ = owner.journal.take()
+    assert [(e.kind, d) for e, _, _, _, d in events] == [("pod_forgotten", detail),
+                                                          ("pod_assumed", "")]
+
+
+def test_a_forget_commands_reason_must_be_text():
+    owner = fresh_owner()
+    assumed(owner)
+    with pytest.raises(CommandError, match="reason must be a string"):
+        owner.commands.handlers["forget"]({"uid": UID, "reason": ["x"]}, "bind")
+    assert owner.cache.is_assumed_pod({"metadata": {"uid": UID}})
 
 
 def test_the_bind_deadline_leaves_a_finished_binding_and_a_young_one_alone():

@@ -274,7 +274,9 @@ def test_bind_pods_forgets_each_pod_with_its_own_cause(worker, kube, owner, node
     owner.wait_for(lambda rs: len(rs) == 4)
     reasons = {a["uid"]: a["reason"] for a, _ in owner.ops("forget")}
     assert reasons.keys() == {"uid-p8", "uid-ghost", "uid-p9"}
-    assert "500" in reasons["uid-p8"] and reasons["uid-p8"].endswith("(after 2 attempts)")
+    # the API server's answer, status and message, is the cause the pod's timeline keeps
+    assert reasons["uid-p8"] == "binding answered 500 Internal Server Error: flaky " \
+                                "(after 2 attempts)"
     assert "503" in reasons["uid-p9"] and reasons["uid-p9"].endswith("(after 2 attempts)")
     assert reasons["uid-ghost"] == "pod not found"
     assert [a["uid"] for a, _ in owner.ops("finish_binding")] == ["uid-p10"]

@@ -37,11 +37,11 @@ class World:
         self.algorithm = DefaultAlgorithm(self.cache)
         self.statuses = PodScheduleStatuses()
         self.binds = BindRecorder()
-        self.known = {}   # uid -> (namespace, name): the pods "the watch has shown"
+        self.known = {}   # uid -> pod: the pods "the watch has shown", as it shows them
         # the owner's doors, with the journal that stamps their events
         self.journal = Journal(self.cache, clock=lambda: 0.0)
         self.extender = Extender(self.cache, self.algorithm, self.statuses, self.binds,
-                                 known_pod=self.known.get,
+                                 watched_pod=self.known.get,
                                  changes=CacheChanges(self.cache, self.journal))
         self.cache.subscribe(self.extender.on_cache_event)   # what the owner does
         self.nodes = {}
@@ -60,7 +60,7 @@ class World:
         kwargs.setdefault("uid", f"uid-{name}")
         pod = make_pod(name, **kwargs)
         meta = pod["metadata"]
-        self.known[meta["uid"]] = (meta.get("namespace") or "", meta["name"])
+        self.known[meta["uid"]] = pod
         return pod
 
     def running(self, name, node, **kwargs):

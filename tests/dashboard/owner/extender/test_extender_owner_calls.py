@@ -1,6 +1,7 @@
 """kube-scheduler's calls in the owner's loop (`runner.step` with the listener's calls): served
 ahead of the feed, which is applied in chunks between them, on a real CacheOwner with its
 extender attached as `manage.py watch` attaches it."""
+import logging
 import socket
 import threading
 
@@ -28,6 +29,7 @@ from dashboard.wire.keys import OWNER_COMMANDS
 from tests.dashboard.owner.extender.extender_builders import BindRecorder, bind_args, filter_args
 from tests.dashboard.owner.extender.listener_client import connect, post
 from tests.decoded_feed import synced_items, watched
+from tests.waiting import wait_for
 
 NEVER = float("inf")
 
@@ -164,9 +166,69 @@ def test_the_extenders_changes_carry_its_cause_and_its_caller(owner, bound, sett
     verbs["extender_bind_outcome"]({"uid": "uid-web", "node": node, "bound": bound,
                                     "reason": "" if bound else "refused (test)"}, caller)
     events, _, batch = owner.journal.take()
-    assert [(e.kind, cause, actor) for e, cause, actor, _ in events
+    assert [(e.kind, cause, actor) for e, cause, actor, _, _ in events
             if e.kind != "snapshot_updated"] == [("pod_assumed", "extender", caller),
                                                  (settled, "extender", caller)]
+    # a refused Binding's answer is the forgotten pod's cause, on its timeline (issue 23)
+    assert [d for e, _, _, _, d in events if e.kind == settled] == \
+        ["" if bound else "refused (test)"]
     # what the algorithm's snapshot in the filter emitted: the call's too
-    assert {(cause, actor) for e, cause, actor, _ in events} == {("extender", caller)}
+    assert {(cause, actor) for e, cause, actor, _, _ in events} == {("extender", caller)}
     assert batch.audits == []        # kube-scheduler's acts are its own to log
+
+
+def test_a_filter_for_a_pod_the_watch_brings_a_moment_later_is_answered_by_the_loop(owner):
+    """Issue 23 item 3, as the runner wires it: the call is parked while the owner's loop
+    goes on applying the feed, and answered in the turn after the watch shows the pod."""
+    calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler",
+                       seen=lambda uid: owner.watched_pod(uid) is not None, unseen_wait=30)
+    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    pod = make_pod("fit-0", uid="5c1e7a3e-2b7f-4d0a-9b1e-0c4f6a7d8e90", requests={"cpu": "1"})
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(calls.call(
+        "extender_filter", filter_args(pod, [make_node("n1"), make_node("n2")]), 5)))
+    caller.start()
+    assert calls.wait(5)
+    step(owner, deadlines, None, calls=calls)
+    assert calls.parked == 1 and caller.is_alive()   # the loop went on; the call waits
+    owner.feed.put(watched("pods", "ADDED", pod))    # the watch shows it
+    step(owner, deadlines, None, calls=calls)        # applies it
+    step(owner, deadlines, None, calls=calls)        # answers the parked call
+    caller.join(5)
+    assert len(answers[0]["NodeNames"]) == 1 and owner.cache.is_assumed_pod(pod)
+
+
+@pytest.mark.parametrize("shown", [True, False], ids=["shown a moment later", "never shown"])
+def test_over_http_an_unseen_pod_is_answered_once_shown_or_refused_after_the_wait(
+        owner, served, caplog, shown):
+    """kube-scheduler's filter over the real listener while the owner's loop runs in its
+    thread: parked, the loop goes on; answered when the feed brings the pod, else a 400
+    after the wait, logged with the verb, the pod and why."""
+    caplog.set_level(logging.WARNING, "dashboard.owner.extender.answers")
+    calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler",
+                       seen=lambda uid: owner.watched_pod(uid) is not None, unseen_wait=1.0)
+    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    served(lambda: step(owner, deadlines, None, calls=calls))
+    uid = "0d3f5a9e-6c1b-4e2a-8f7d-3b9c1e5a7d20"
+    pod = make_pod("fit-1", uid=uid, requests={"cpu": "1"})
+    listener = ExtenderListener("127.0.0.1:0", calls, 5.0, post_binding=None).start()
+    answered = []
+    try:
+        caller = threading.Thread(target=lambda: answered.append(post(
+            connect(listener), "filter", filter_args(pod, [make_node("n1"), make_node("n2")]))))
+        caller.start()
+        wait_for(lambda: calls.parked == 1, 5, "the filter to be parked")
+        if shown:
+            owner.feed.put(watched("pods", "ADDED", pod))
+        caller.join(10)
+    finally:
+        listener.close()
+    status, result = answered[0]
+    if shown:
+        assert status == 200 and len(result["NodeNames"]) == 1
+        assert owner.cache.is_assumed_pod(pod)
+    else:
+        assert status == 400 and result["Error"].endswith(
+            "the owner's watch did not show it within 1 s")
+        assert f"extender filter refused (pod default/fit-1 ({uid})): pod default/fit-1" \
+            in caplog.text

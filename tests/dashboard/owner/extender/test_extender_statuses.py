@@ -116,7 +116,7 @@ def test_restore_assumes_binding_pods_and_binding_resumes(world):
     assert world.extender.restore([done, inflight])["Binding"] == 1
     assert world.cache.is_assumed_pod(inflight)
     # through the owner's door, recorded as the relist's (a pod list's end restores)
-    assert [(e.kind, cause, actor) for e, cause, actor, _ in world.journal.take()[0]
+    assert [(e.kind, cause, actor) for e, cause, actor, _, _ in world.journal.take()[0]
             if e.key == "uid-inflight"] == [("pod_assumed", "relist", "")]
     assert world.cache.get_pod(inflight)["spec"]["nodeName"] == "n2"
     # kube-scheduler filters it again: the same node; and its bind goes through.

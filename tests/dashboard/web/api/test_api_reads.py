@@ -137,6 +137,16 @@ def test_one_pod_comes_with_its_history_in_sequence_order(api, pods):
     assert body["history_count"] == 2
 
 
+def test_a_forgotten_pods_history_keeps_the_api_servers_answer(api, pods):
+    why = 'binding refused: 403 pods "web-1" is forbidden: exceeded quota'
+    transition(12, key="uid-web-1", kind="pod_forgotten", from_state="Assumed",
+               to_state="Initial", cause="extender", actor="kube-scheduler", detail=why)
+    [forgotten] = api.get("/api/v1/pods/uid-web-1").json()["history"]
+    assert (forgotten["cause"], forgotten["detail"]) == ("extender", why)
+    [event] = api.get("/api/v1/events?since=0&key=uid-web-1").json()["events"]
+    assert event["detail"] == why
+
+
 def test_an_unknown_pod_is_404_and_points_at_its_history(api):
     assert "events?key=uid-gone" in error_of(api.get("/api/v1/pods/uid-gone"), 404)
 

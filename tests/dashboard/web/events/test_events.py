@@ -137,3 +137,22 @@ def test_a_forget_is_named_as_the_pods_timeline_names_it(viewer_client):
     _, timeline = get(viewer_client, "/pods/uid-f/")
     assert "Assumed → Forgotten" in events and "Assumed → Initial" not in events
     assert "Assumed → Forgotten" in timeline
+
+
+REFUSED = ('binding answered 500 Internal Server Error: etcdserver: request timed out '
+           '(after 3 attempts)')
+
+
+def test_a_failed_binds_cause_is_on_the_events_page_and_the_pods_timeline(viewer_client):
+    """Issue 23: the API server's answer (status and message), not only "bind"."""
+    transition(1, "pod_forgotten", key="uid-f", namespace="web", node="n1", cause="bind",
+               from_state="Assumed", to_state="Initial", detail=REFUSED)
+    transition(2, "pod_added", key="uid-f", namespace="web", node="n1")
+    _, events = get(viewer_client, "/events/")
+    forgotten = events.split('<tr id="event-1"')[1].split("</tr>")[0]
+    assert f'<div class="cause-detail">{REFUSED}</div>' in unescape(forgotten)
+    assert "cause-detail" not in events.split('<tr id="event-2"')[1].split("</tr>")[0]
+    _, timeline = get(viewer_client, "/pods/uid-f/")
+    assert f'bind result<div class="cause-detail">{REFUSED}</div>' in unescape(timeline)
+    # a live page's row, from the owner's push, says the same
+    assert event_reads.row_of(event(3, "pod_forgotten", detail=REFUSED)).detail == REFUSED

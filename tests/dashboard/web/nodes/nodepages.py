@@ -48,11 +48,12 @@ def pod(uid, state="Added", *, node="", namespace="default", binding_finished=Fa
 
 
 def transition(seq, kind="pod_added", *, at=None, key=None, namespace="default", name=None,
-               node="n1", cause="watch", actor="", from_state="Initial", to_state="Added"):
+               node="n1", cause="watch", actor="", from_state="Initial", to_state="Added",
+               detail=""):
     return Transition.objects.create(
         seq=seq, at=at or T0 + timedelta(seconds=seq), kind=kind, key=key or f"uid-{seq}",
         namespace=namespace, name=name or f"pod-{seq}", node=node, cause=cause, actor=actor,
-        from_state=from_state, to_state=to_state)
+        from_state=from_state, to_state=to_state, detail=detail)
 
 
 def sample(generation, at, changed=(), cache_generation=None):
@@ -83,7 +84,7 @@ def event(seq, kind="pod_added", **fields):
     return {"seq": seq, "at": (T0 + timedelta(seconds=seq)).timestamp(), "kind": kind,
             "key": fields.pop("key", f"uid-{seq}"), "namespace": "default",
             "name": f"pod-{seq}", "node": "n1", "from_state": "Initial", "to_state": "Added",
-            "cause": "watch", "actor": "", "generation": seq, **fields}
+            "cause": "watch", "actor": "", "detail": "", "generation": seq, **fields}
 
 
 async def flush(events=(), status=None):

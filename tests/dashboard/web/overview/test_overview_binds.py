@@ -1,6 +1,7 @@
 """The overview's bind panel: Celery's queue length in Redis, and the failure rate of the
 binds that ended in the health window, from the health samples (the banner's figure)."""
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.conf import settings
@@ -90,3 +91,42 @@ def test_an_unreachable_redis_is_said_and_the_rest_still_shows(viewer_client):
     assert response.context["overview"].binds.queued is None
     panel = binds_panel(html)
     assert "Redis unreachable" in panel and "1 of 1 bind failed" in panel
+
+
+def test_the_binds_card_lists_the_latest_failures_with_their_causes(viewer_client, queue,
+                                                                     settings):
+    """Where the banner's "see why" leads: the window's newest failed binds, each with the
+    API server's answer; an operator's forget and failures before the window are not."""
+    settings.SCHEDVIEW_HEALTH_WINDOW = 60
+    sample(10, 1, 3)
+    now = timezone.now()
+    transition(1, "pod_forgotten", key="uid-old", cause="bind", at=now - timedelta(seconds=90),
+               detail="binding answered 500 Internal Server Error: long ago")
+    transition(2, "pod_forgotten", key="uid-a", name="a", cause="bind",
+               at=now - timedelta(seconds=20),
+               detail="binding answered 503 Service Unavailable: etcd leader changed "
+                      "(after 3 attempts)")
+    transition(3, "pod_forgotten", key="uid-op", cause="operator", at=now - timedelta(seconds=10),
+               detail="forgotten by alice over the API")
+    transition(4, "pod_forgotten", key="uid-b", name="b", node="n2", cause="extender",
+               at=now - timedelta(seconds=5),
+               detail='binding refused: 403 pods "b" is forbidden: quota exceeded')
+    cache.clear()
+    response, html = get(viewer_client, "/")
+    latest = response.context["overview"].binds.latest_failures
+    assert [(f.uid, f.cause) for f in latest] == [("uid-b", "extender"), ("uid-a", "bind")]
+    panel = unescape(binds_panel(html))
+    assert ('<a href="/pods/uid-b/">default/b</a> on <a href="/nodes/n2/">n2</a> '
+            '<small>(extender)</small>: <span class="cause-detail">binding refused: 403 pods '
+            '"b" is forbidden: quota exceeded</span>') in panel
+    assert "etcd leader changed (after 3 attempts)" in panel
+    assert "long ago" not in panel and "alice" not in panel
+    check = next(c for c in response.context["health"].checks if c.name == "bind_failures")
+    assert check.link.endswith("#binds")          # "see why" leads here
+
+
+def test_without_failures_the_card_lists_none(viewer_client, queue):
+    cache.clear()
+    response, html = get(viewer_client, "/")
+    assert response.context["overview"].binds.latest_failures == ()
+    assert "Latest failures" not in binds_panel(html)

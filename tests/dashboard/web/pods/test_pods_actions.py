@@ -38,7 +38,8 @@ def test_an_operator_forgets_an_assumed_pod_after_confirming(real_owner, operato
     page = operator_client.get(done["Location"]).content.decode()
     assert "Forget: done." in page and 'data-state="Forgotten"' in page
     assert re.search(r"<th scope=\"row\">forgotten</th>\s*<td>Assumed → Forgotten</td>\s*"
-                     r"<td>operator</td>\s*<td>operator</td>", page)
+                     r"<td>operator<div class=\"cause-detail\">forgotten by operator</div></td>"
+                     r"\s*<td>operator</td>", page)     # the forget's reason, on the timeline
 
 
 def test_expire_now_expires_the_pod_and_the_audit_keeps_the_reason_given(real_owner,
