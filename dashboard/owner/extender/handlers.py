@@ -8,7 +8,8 @@ other processes ask over Redis: the statuses page and REST read the statuses wit
 
     owner.register(command_handlers(extender))
 """
-from .core import Extender, ExtenderUserError, PodNotSeen
+from .core import Extender
+from .requests import ExtenderUserError, PodNotSeen
 from .owner_calls import UnseenPod
 from .statuses import TransitionError
 from dashboard.wire.commands import CommandError
