@@ -15,7 +15,12 @@ stand-in's view):
 - BOOKMARK only advances `resource_version`;
 - a watch answered with an ERROR event of code 410 (or an HTTP 410) relists
   and watches from the new version; an HTTP 410 on a continued list page
-  (an expired continue token) restarts the list from its first page;
+  (an expired continue token: the API server compacted the list's version,
+  captures 99/99b) is answered as client-go's pager does (FullListIfExpired):
+  one unpaged list at the latest version, consistent by construction, which
+  replaces the pages already taken (with `stream_pages` it goes to the sink
+  as a first page). Restarting the paged list instead never finishes when
+  listing takes longer than the server keeps history;
 - the server closing the stream at `timeoutSeconds` re-watches at once; a
   connection that fails, is reset, times out while connecting, or ends early,
   and any other ERROR, re-watch from the last version after a backoff with
@@ -151,7 +156,8 @@ class Reflector:
     Readable from any thread: `resource_version` (the last version seen: list,
     event or bookmark), `state` ("new", "listing", "watching", "backing off",
     "stopped"), `last_watch_end` (what the last watch_once() returned) and
-    `stats`, which counts lists, list_restarts (expired continue tokens),
+    `stats`, which counts lists, full_lists (unpaged lists after an expired
+    continue token),
     watches, events, bookmarks, expired (410s that forced a relist), timeouts
     (watches the server closed at timeoutSeconds), idle (read timeouts),
     errors (ERROR events other than 410, HTTP errors), reconnects (backoffs
@@ -198,7 +204,7 @@ class Reflector:
         self.request_timeout = (float(connect_timeout), float(read_timeout))
         self.resource_version = ""
         self.stats = dict.fromkeys(
-            ("lists", "list_restarts", "watches", "events", "bookmarks", "expired", "timeouts",
+            ("lists", "full_lists", "watches", "events", "bookmarks", "expired", "timeouts",
              "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
@@ -365,29 +371,29 @@ class Reflector:
     # -- list ------------------------------------------------------------------------
 
     def list_once(self) -> Relisted:
-        """One full paged list; sets resource_version, returns it (does not call sink).
+        """One full list, paged; sets resource_version, returns it (does not call sink).
 
-        An HTTP 410 on a continued page restarts from the first page; other HTTP
-        errors raise ApiException, transport errors raise urllib3/OS errors, and the
-        stop event raises Stopped."""
+        An HTTP 410 on a continued page (an expired continue token) is followed by one
+        unpaged list of everything; other HTTP errors raise ApiException, transport
+        errors raise urllib3/OS errors, and the stop event raises Stopped."""
         self._set_state("listing")
-        while True:
-            result = self._list_pages()
-            if result is not None:
-                items, rv = result
-                self.resource_version = rv
-                self.stats["lists"] += 1
-                self._set_state()
-                return Relisted(self.kind, items, rv)
-            self.stats["list_restarts"] += 1
+        result = self._list_pages(self.page_size)
+        if result is None:
+            self.stats["full_lists"] += 1
             self._throttled.warning("list-410", "%s list: continue token expired (410); "
-                                                "listing again from the start", self.kind)
+                                                "listing everything in one request", self.kind)
+            result = self._list_pages(0)   # no continue token: cannot expire
+        items, rv = result
+        self.resource_version = rv
+        self.stats["lists"] += 1
+        self._set_state()
+        return Relisted(self.kind, items, rv)
 
-    def _fetch_page(self, token):
-        """One list page's body (the page after `token`, or the first)."""
+    def _fetch_page(self, token, limit: int):
+        """One list page's body (the page after `token`, or the first; `limit` 0: all)."""
         if self._stop.is_set():
             raise Stopped()
-        kwargs = {"limit": self.page_size} if self.page_size > 0 else {}
+        kwargs = {"limit": limit} if limit > 0 else {}
         if token:
             kwargs["_continue"] = token
         resp = self._call(**kwargs)
@@ -404,7 +410,7 @@ class Reflector:
         resp.release_conn()
         return body
 
-    def _list_pages(self):
+    def _list_pages(self, limit: int):
         """(items, resourceVersion), or None when a continue token expired.
 
         The next page is asked for while this one is parsed (its continue token is read
@@ -412,9 +418,9 @@ class Reflector:
         the server's work on a page overlaps ours on the last; the token the parsed page
         holds is the one used, and a prefetch for another token is dropped."""
         with ThreadPoolExecutor(1, thread_name_prefix=f"reflector-{self.kind}-page") as ahead:
-            return self._read_pages(ahead)
+            return self._read_pages(ahead, limit)
 
-    def _read_pages(self, ahead):
+    def _read_pages(self, ahead, limit: int):
         items: list = []
         rv = None
         token = None
@@ -425,7 +431,7 @@ class Reflector:
                 if prefetched is not None and prefetched[0] == token:
                     body = prefetched[1].result()
                 else:
-                    body = self._fetch_page(token)
+                    body = self._fetch_page(token, limit)
             except ApiException as e:
                 if e.status == 410 and token:
                     return None
@@ -433,7 +439,7 @@ class Reflector:
             prefetched = None
             next_token = _continue_in_head(body)
             if next_token:
-                prefetched = (next_token, ahead.submit(self._fetch_page, next_token))
+                prefetched = (next_token, ahead.submit(self._fetch_page, next_token, limit))
             page = loads(body)
             del body
             meta = page.get("metadata") if type(page) is dict else None

@@ -58,23 +58,45 @@ def test_a_label_selector_narrows_the_list(sim, v1):
     assert [p["metadata"]["name"] for p in relisted.items] == [name["name"]]
 
 
-def test_expired_continue_token_restarts_the_list(sim, v1):
-    victim = sim.pods()[-1]["metadata"]
-
-    def change_then_compact():  # between page 1 and page 2: the token's version is gone
+def _change_then_compact(sim, v1, victim, gone):
+    """Between page 1 and page 2: a pod changes, one goes, and the token's version is
+    compacted away (capture 99: the next page answers 410)."""
+    def hook():
         v1.patch_namespaced_pod(victim["name"], victim["namespace"],
                                 {"metadata": {"labels": {"late": "yes"}}})
+        v1.delete_namespaced_pod(gone["name"], gone["namespace"])
         sim.compact()
+    return hook
 
-    api = RecordingApi(sim.api_client(), after_first_page=change_then_compact)
+
+def test_expired_continue_token_is_followed_by_one_full_list(sim, v1):
+    # client-go's pager (FullListIfExpired): not page 1 again, one unpaged list at the
+    # latest version, which no compaction can expire
+    victim, gone = sim.pods()[-1]["metadata"], unbound_pods(sim)[0]["metadata"]
+    api = RecordingApi(sim.api_client(), after_first_page=_change_then_compact(sim, v1, victim,
+                                                                               gone))
     r = Reflector(api, "pods", lambda item: None, page_size=10)
     relisted = r.list_once()
 
-    assert [c["status"] for c in api.calls[:3]] == [200, 410, 200]
-    assert api.calls[1]["continue"] and api.calls[2]["continue"] is None  # from scratch
-    assert r.stats["list_restarts"] == 1 and r.stats["lists"] == 1
-    assert relisted.items == sim.pods()
+    assert [c["status"] for c in api.calls] == [200, 410, 200]
+    assert api.calls[1]["continue"]
+    assert api.calls[2] == {"limit": None, "continue": None, "status": 200}
+    assert r.stats["full_lists"] == 1 and r.stats["lists"] == 1
+    assert relisted.items == sim.pods()           # the cache equals the cluster
+    assert relisted.resource_version == str(sim.resource_version)
     assert relisted.items[-1]["metadata"]["labels"]["late"] == "yes"
+
+
+def test_expired_continue_token_streams_the_full_list_as_a_fresh_first_page(sim, v1):
+    victim, gone = sim.pods()[-1]["metadata"], unbound_pods(sim)[0]["metadata"]
+    got = []
+    api = RecordingApi(sim.api_client(), after_first_page=_change_then_compact(sim, v1, victim,
+                                                                               gone))
+    r = Reflector(api, "pods", got.append, page_size=10, stream_pages=True)
+    r.list_once()
+    assert [p.first for p in got] == [True, True]   # the second replaces the first
+    assert len(got[0].items) == 10 and got[1].items == sim.pods()
+    assert gone["uid"] in {p["metadata"]["uid"] for p in got[0].items}
 
 
 def test_run_emits_the_list_first(running, sim):
