@@ -166,8 +166,7 @@ def main():
     args = parser.parse_args()
     tune_gc()
     started = time.perf_counter()
-    with served_cluster(args.nodes, args.pods, "--bookmark-interval", "5",
-                        "--history", "200000") as (url, kubeconfig):
+    with served_cluster(args.nodes, args.pods, "--bookmark-interval", "5") as (url, kubeconfig):
         print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
               f"{time.perf_counter() - started:.0f} s")
         owner, stop, decoder = bench_sync(kubeconfig)
