@@ -182,7 +182,8 @@ class Reflector:
                  log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
                  connect_timeout: float = 10.0, read_timeout: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
-                 label_selector: str = "", digest: Callable[[dict], object] | None = None,
+                 label_selector: str = "", field_selector: str = "",
+                 digest: Callable[[dict], object] | None = None,
                  stream_pages: bool = False):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
@@ -220,8 +221,10 @@ class Reflector:
         self._list_call = api.list_pod_for_all_namespaces if kind == "pods" else api.list_node
         self.digest = digest
         self.stream_pages = stream_pages
-        if label_selector:   # lists and watches alike: only the objects it selects
-            self._list_call = functools.partial(self._list_call, label_selector=label_selector)
+        selectors = {name: value for name, value in (("label_selector", label_selector),
+                                                     ("field_selector", field_selector)) if value}
+        if selectors:   # lists and watches alike: only the objects they select
+            self._list_call = functools.partial(self._list_call, **selectors)
 
     # -- control ---------------------------------------------------------------------
 
