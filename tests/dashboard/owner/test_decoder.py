@@ -135,7 +135,9 @@ def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
     assert set(next(iter(lists.nodes))) == {"metadata", "status"}
 
     request = list_for_comparison(decoder, threading.Event())   # the owner's lister
-    owner.apply(request)
+    owner.apply(request)     # compared off the owner's thread: the outcome joins the feed
+    wait_for(lambda: (owner.drain_feed(wait=0.05), owner.latest_report)[1], WAIT,
+             "the comparison's outcome")
     assert owner.latest_report.clean, owner.latest_report.as_dict()
     # A pod bound behind the cache's back is drift the cut-down lists still show.
     meta = next(p for p in sim.pods() if not p["spec"].get("nodeName"))["metadata"]
