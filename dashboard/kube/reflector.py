@@ -10,7 +10,14 @@
 about 1 ms a pod) and hands its sink one `Relisted`, then watches from the
 list's resourceVersion and hands it one `Watched` per ADDED/MODIFIED/DELETED
 event, forever (the sink: the owner's decoder process, the pools' feed, the
-stand-in's view):
+stand-in's view). With `watch_list` it lists through the watch instead, as
+client-go's reflector does where the API server offers it (capture 58):
+`sendInitialEvents=true&resourceVersionMatch=NotOlderThan` streams an ADDED per
+object, gathered into pages as a list's, then a BOOKMARK annotated
+`k8s.io/initial-events-end` ends the list (its version is the Relisted's) and
+the same stream goes on as the watch; no list body is ever held, and no continue
+token can expire. A server that refuses the request (an HTTP 4xx) is listed the
+paged way from then on; a stream that ends before the bookmark is listed again:
 
 - BOOKMARK only advances `resource_version`;
 - a watch answered with an ERROR event of code 410 (or an HTTP 410) relists
@@ -70,6 +77,8 @@ from kubernetes.client.exceptions import ApiException
 __all__ = ["ListPage", "Relisted", "Watched", "Reflector", "Stopped", "KINDS"]
 
 KINDS = ("pods", "nodes")
+# The annotation on the bookmark that ends a watch-list's initial events (capture 58).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _IDENTITY = {"pods": "uid", "nodes": "name"}
 _CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 # Failures of the transport: refused, reset, cut mid-chunk, timed out.
@@ -137,6 +146,46 @@ def _continue_in_head(body: bytes):
     return found.group(1).decode() if found else None
 
 
+def _ends_initial_events(meta) -> bool:
+    """Whether a bookmark's metadata ends a watch-list's initial events (capture 58)."""
+    annotations = meta.get("annotations") if type(meta) is dict else None
+    return type(annotations) is dict and annotations.get(INITIAL_EVENTS_END) == "true"
+
+
+class _InitialEvents:
+    """The objects a watch-list streams before its bookmark, gathered as a paged list's
+    pages: to the sink page by page with `stream_pages`, else into the Relisted."""
+
+    def __init__(self, reflector: "Reflector"):
+        self.reflector = reflector
+        self.page: list = []
+        self.items: list = []
+        self.first = True
+
+    def add(self, obj) -> None:
+        self.page.append(obj)
+        if len(self.page) == self.reflector.page_size:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        r = self.reflector
+        if r.stream_pages:
+            r.sink(ListPage(r.kind, self.page, first=self.first))
+        else:
+            self.items.extend(self.page)
+        self.page, self.first = [], False
+
+    def end(self, rv: str) -> None:
+        """The bookmark came: the list ends at its version."""
+        if self.page or self.first:    # a list of nothing still starts afresh
+            self._hand_over()
+        r = self.reflector
+        r.stats["lists"] += 1
+        r.stats["watch_lists"] += 1
+        r._failures = 0
+        r.sink(Relisted(r.kind, self.items, rv))
+
+
 def _excerpt(line: bytes, limit: int = 120) -> bytes:
     return line if len(line) <= limit else line[:limit] + b"..."
 
@@ -157,7 +206,7 @@ class Reflector:
     event or bookmark), `state` ("new", "listing", "watching", "backing off",
     "stopped"), `last_watch_end` (what the last watch_once() returned) and
     `stats`, which counts lists, full_lists (unpaged lists after an expired
-    continue token),
+    continue token), watch_lists (lists streamed through the watch),
     watches, events, bookmarks, expired (410s that forced a relist), timeouts
     (watches the server closed at timeoutSeconds), idle (read timeouts),
     errors (ERROR events other than 410, HTTP errors), reconnects (backoffs
@@ -172,6 +221,9 @@ class Reflector:
     `stream_pages` each page goes to the sink as a `ListPage` as it arrives (the
     decoder's owner applies a page while the next one is parsed), list_once()
     included, and the Relisted that ends the list carries no items.
+
+    `watch_list` lists through the watch (see the module doc); its pages hold
+    `page_size` objects each (0: one page).
     """
 
     def __init__(self, api, kind: str, sink: Callable[[object], None], *,
@@ -184,7 +236,7 @@ class Reflector:
                  clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
                  label_selector: str = "", field_selector: str = "",
                  digest: Callable[[dict], object] | None = None,
-                 stream_pages: bool = False):
+                 stream_pages: bool = False, watch_list: bool = False):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
         self.api = api
@@ -205,7 +257,7 @@ class Reflector:
         self.request_timeout = (float(connect_timeout), float(read_timeout))
         self.resource_version = ""
         self.stats = dict.fromkeys(
-            ("lists", "full_lists", "watches", "events", "bookmarks", "expired", "timeouts",
+            ("lists", "full_lists", "watch_lists", "watches", "events", "bookmarks", "expired", "timeouts",
              "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
@@ -221,6 +273,8 @@ class Reflector:
         self._list_call = api.list_pod_for_all_namespaces if kind == "pods" else api.list_node
         self.digest = digest
         self.stream_pages = stream_pages
+        self.watch_list = watch_list   # until the server refuses it
+        self._initial = None           # the watch-list's initial state, while it streams
         selectors = {name: value for name, value in (("label_selector", label_selector),
                                                      ("field_selector", field_selector)) if value}
         if selectors:   # lists and watches alike: only the objects they select
@@ -281,7 +335,18 @@ class Reflector:
         stop = self._stop
         just_listed = False
         while not stop.is_set():
-            if need_list or self._relist_requested:
+            if (need_list or self._relist_requested) and self.watch_list:
+                self._relist_requested = False
+                why = self.watch_once(listing=True)
+                if why == "stopped":
+                    return
+                need_list = self._initial is not None    # the list did not end
+                self._initial = None
+                if need_list:
+                    if why not in ("refused", "relist"):
+                        self._back_off()
+                    continue
+            elif need_list or self._relist_requested:
                 self._relist_requested = False
                 try:
                     relisted = self.list_once()
@@ -302,7 +367,9 @@ class Reflector:
                 need_list = False
                 just_listed = True
                 self.sink(relisted)
-            why = self.watch_once()
+                why = self.watch_once()
+            else:
+                why = self.watch_once()
             if why == "stopped":
                 return
             if why in ("expired", "relist"):
@@ -476,30 +543,43 @@ class Reflector:
 
     # -- watch -----------------------------------------------------------------------
 
-    def watch_once(self) -> str:
+    def watch_once(self, listing: bool = False) -> str:
         """One watch from resource_version, emitting events until it ends; returns why:
         "timeout" (closed by the server at timeoutSeconds), "expired" (410: relist),
         "disconnected" (failed, reset, or ended early), "error" (an ERROR event or an
-        HTTP error), "idle" (read timeout), "relist" (request_relist()), "stopped"."""
-        why = self._watch()
+        HTTP error), "idle" (read timeout), "relist" (request_relist()), "stopped".
+        `listing`: a watch-list, which lists first (the sink gets pages and a Relisted)
+        and leaves `_initial` set if the list did not end; "refused" if the server
+        would not (the paged list is used from then on)."""
+        if listing:
+            self._initial = _InitialEvents(self)
+            self._set_state("listing")
+        why = self._watch(listing)
         self.last_watch_end = why
         self._set_state()
         return why
 
-    def _watch(self) -> str:
+    def _watch(self, listing: bool) -> str:
         stop = self._stop
         if stop.is_set():
             return "stopped"
         self.stats["watches"] += 1
         self._session_lines = 0
         started = self.clock()
+        where = ({"send_initial_events": True, "resource_version_match": "NotOlderThan"}
+                 if listing else {"resource_version": self.resource_version})
         try:
-            resp = self._call(watch=True, resource_version=self.resource_version,
-                              allow_watch_bookmarks=True, timeout_seconds=self.watch_timeout)
+            resp = self._call(watch=True, allow_watch_bookmarks=True,
+                              timeout_seconds=self.watch_timeout, **where)
         except ApiException as e:
             if e.status == 410:
                 self.stats["expired"] += 1
                 return "expired"
+            if listing and 400 <= e.status < 500 and e.status != 429:
+                self.watch_list = False
+                self.log.warning("%s: the API server refused the watch-list (HTTP %s %s); "
+                                 "listing in pages instead", self.kind, e.status, e.reason)
+                return "refused"
             self.stats["errors"] += 1
             self._throttled.warning("watch-http", "%s watch failed: HTTP %s %s", self.kind,
                                     e.status, e.reason)
@@ -510,7 +590,8 @@ class Reflector:
             self._throttled.warning("watch-conn", "%s watch could not start: %r", self.kind, e)
             return "disconnected"
         self._track(resp)
-        self._set_state("watching")
+        if not listing:
+            self._set_state("watching")
         why = "stopped"
         try:
             if not (stop.is_set() or self._relist_requested):
@@ -561,6 +642,7 @@ class Reflector:
         stats = self.stats
         stop_is_set = self._stop.is_set
         changes = _CHANGES
+        initial = self._initial     # a watch-list's initial state, until its bookmark
         seen = 0
         rest = b""
         try:
@@ -603,6 +685,12 @@ class Reflector:
                                                              "without metadata.%s",
                                                     kind, etype, id_field)
                             continue
+                        if initial is not None:   # the list, not yet changes
+                            if etype == "ADDED":
+                                initial.add(obj if digest is None else digest(obj))
+                            else:
+                                self._malformed("%s before the initial events ended", etype)
+                            continue
                         sink(Watched(kind, etype, obj if digest is None else digest(obj), rv))
                         self.resource_version = rv
                         stats["events"] += 1
@@ -617,7 +705,12 @@ class Reflector:
                             continue
                         self.resource_version = rv
                         stats["bookmarks"] += 1
-                        self._set_state()
+                        if initial is not None and _ends_initial_events(meta):
+                            initial.end(rv)
+                            initial = self._initial = None
+                            self._set_state("watching")
+                        else:
+                            self._set_state()
                     elif etype == "ERROR":
                         return self._watch_error(obj)
                     else:
