@@ -16,8 +16,9 @@ client-go's reflector does where the API server offers it (capture 58):
 object, gathered into pages as a list's, then a BOOKMARK annotated
 `k8s.io/initial-events-end` ends the list (its version is the Relisted's) and
 the same stream goes on as the watch; no list body is ever held, and no continue
-token can expire. A server that refuses the request (an HTTP 4xx) is listed the
-paged way from then on; a stream that ends before the bookmark is listed again:
+token can expire. A server that refuses the request (an HTTP 4xx), or ignores it
+(the server closes the stream at timeoutSeconds before the bookmark), is listed
+the paged way from then on; a stream cut before the bookmark is listed again:
 
 - BOOKMARK only advances `resource_version`;
 - a watch answered with an ERROR event of code 410 (or an HTTP 410) relists
@@ -342,9 +343,15 @@ class Reflector:
                     return
                 need_list = self._initial is not None    # the list did not end
                 self._initial = None
+                if need_list and why == "timeout":
+                    # a server older than the watch-list ignores sendInitialEvents: its
+                    # watch never says the initial events ended
+                    self.watch_list = False
+                    self.log.warning("%s: no end of the initial events before the watch's "
+                                     "timeout; listing in pages instead", self.kind)
+                elif need_list and why not in ("refused", "relist"):
+                    self._back_off()
                 if need_list:
-                    if why not in ("refused", "relist"):
-                        self._back_off()
                     continue
             elif need_list or self._relist_requested:
                 self._relist_requested = False

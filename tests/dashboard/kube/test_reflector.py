@@ -189,6 +189,29 @@ def test_a_server_refusing_the_watch_list_is_listed_in_pages(scripted):
     assert isinstance(rec[0], Relisted)
 
 
+def test_a_server_ignoring_the_watch_list_is_listed_in_pages(scripted):
+    # a server older than the watch-list sends the ADDED events of a watch without a
+    # version and never the initial-events-end bookmark, until timeoutSeconds
+    script, api = scripted
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "9"}}
+    script.list_items = [pod]
+    script.watch_chunks = [orjson.dumps({"type": "ADDED", "object": pod}) + b"\n"]
+    ticks = iter(range(0, 10**6, 100))          # every look at the clock: 100 s later
+    rec = []
+    r = Reflector(api, "pods", rec.append, watch_list=True, watch_timeout=60,
+                  clock=lambda: next(ticks), rand=lambda: 0.0)
+    thread = r.start()
+    try:
+        wait_reflector(r, lambda r: r.stats["lists"] == 1, "the paged list")
+    finally:
+        r.stop()
+        thread.join(WAIT)
+    assert r.watch_list is False and r.stats["watch_lists"] == 0
+    assert rec[0] == Relisted("pods", [pod], "10")
+    assert "sendInitialEvents=true" in script.requests[0]
+    assert "watch" not in script.requests[1]
+
+
 def test_run_emits_the_list_first(running, sim):
     r, rec = running.start(page_size=9)
     assert isinstance(rec.items[0], Relisted)

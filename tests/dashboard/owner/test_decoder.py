@@ -23,7 +23,7 @@ from dashboard.owner.decoder import (
     digest_pod,
 )
 from dashboard.owner.owner import CacheOwner
-from tests.dashboard.feedhelpers import WAIT, core_api_at
+from tests.dashboard.feedhelpers import WAIT, core_api_at, item_form
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -79,14 +79,19 @@ def synced(owner, sim):
                 and set(owner.cache.pod_keys()) == bound(sim), "the first lists")
 
 
-def test_the_owner_syncs_and_follows_the_cluster_through_the_decoder(sim, v1, decoded):
-    owner, decoder = decoded()
+@pytest.mark.parametrize("watch_list", [False, True], ids=["paged list", "watch-list"])
+def test_the_owner_syncs_and_follows_the_cluster_through_the_decoder(sim, v1, decoded,
+                                                                     watch_list):
+    owner, decoder = decoded(options={"watch_timeout": 60, "watch_list": watch_list,
+                                      "page_size": 7})
     synced(owner, sim)
+    assert decoder.views["pods"].stats["watch_lists"] == int(watch_list)
     assert set(owner.pending) == unbound(sim)
     assert sorted(owner.cache.node_names()) == sorted(n["metadata"]["name"] for n in sim.nodes())
     one = next(p for p in sim.pods() if p["spec"].get("nodeName"))
     cached, direct = owner.cache.pod_info(uid(one)), make_pod_info(one)
-    assert (cached.requested, cached.labels, cached.pod) == \
+    # (a watch's objects, the watch-list's included, carry kind and apiVersion)
+    assert (cached.requested, cached.labels, item_form(cached.pod)) == \
         (direct.requested, direct.labels, direct.pod)
 
     meta = one["metadata"]
