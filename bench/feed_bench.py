@@ -40,7 +40,7 @@ from bind_bench import cpu_seconds  # noqa: E402
 
 from schedcache import Cache  # noqa: E402
 
-from dashboard.owner.comparing import CompareFailed, Compared  # noqa: E402
+from dashboard.owner.comparing import CompareFailed, Compared, CompareRequest  # noqa: E402
 from dashboard.owner.decoder import DecoderProcess  # noqa: E402
 from dashboard.owner.owner import CacheOwner  # noqa: E402
 from dashboard.owner.runner import list_for_comparison, tune_gc  # noqa: E402
@@ -79,15 +79,15 @@ def bench_comparison(owner, decoder):
     rss, cpu = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, time.process_time()
     decoder_cpu, started = cpu_seconds(decoder.process.pid), time.perf_counter()
     request = list_for_comparison(decoder, threading.Event())
-    held = time.perf_counter()
-    owner.apply(request)
-    held = time.perf_counter() - held
-    while True:      # the watch's items, then the comparison's outcome
+    owner.feed.put(request)   # behind the watch's items, as the comparer queues it
+    held = 0.0
+    while True:      # the watch's items, the request, then the comparison's outcome
         item = owner.feed.get()
-        recorded = time.perf_counter()
+        applying = time.perf_counter()
         owner.apply(item)
+        if type(item) in (CompareRequest, Compared, CompareFailed):
+            held += time.perf_counter() - applying
         if type(item) in (Compared, CompareFailed):
-            held += time.perf_counter() - recorded
             break
     seconds = time.perf_counter() - started
     print(f"one comparison ({len(request.pods)} pods listed; clean: "

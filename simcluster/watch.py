@@ -3,7 +3,7 @@
 Behaviour from the captures: no resourceVersion (or "0") first sends a synthetic
 ADDED per existing object; `sendInitialEvents=true` (the watch-list, capture 58) sends
 the same ADDED events and then a BOOKMARK annotated `k8s.io/initial-events-end: "true"`
-at the version they show, whether or not periodic bookmarks were asked for; a compacted resourceVersion gets one ERROR event (Status
+at the version they show; a compacted resourceVersion gets one ERROR event (Status
 410 Expired) and the stream ends; BOOKMARKs (if allowed) every `bookmark_interval`
 and once shortly before `timeoutSeconds`; the stream ends with the final chunk at
 the timeout. With a selector, an object that starts matching arrives as ADDED and

@@ -258,8 +258,8 @@ class Reflector:
         self.request_timeout = (float(connect_timeout), float(read_timeout))
         self.resource_version = ""
         self.stats = dict.fromkeys(
-            ("lists", "full_lists", "watch_lists", "watches", "events", "bookmarks", "expired", "timeouts",
-             "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
+            ("lists", "full_lists", "watch_lists", "watches", "events", "bookmarks", "expired",
+             "timeouts", "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
         self._failures = 0             # since the last healthy watch
