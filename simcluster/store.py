@@ -28,13 +28,20 @@ class Entry:
 
 
 class Event:
-    """One change, with its watch line prebuilt. `prev` is the replaced Entry (None on
-    ADDED); `hidden` events (lost-event fault) count for snapshots but are never sent."""
-    __slots__ = ("rv", "type", "key", "entry", "prev", "line", "hidden")
+    """One change. `prev` is the replaced Entry (None on ADDED); `hidden` events
+    (lost-event fault) count for snapshots but are never sent. The watch line is made
+    when sent, not kept: history lives five to ten minutes (compaction.py), and a kept
+    line would double what each of its events costs."""
+    __slots__ = ("rv", "type", "key", "entry", "prev", "hidden", "resource")
 
-    def __init__(self, rv, type_, key, entry, prev, line, hidden):
+    def __init__(self, rv, type_, key, entry, prev, hidden, resource):
         self.rv, self.type, self.key, self.entry = rv, type_, key, entry
-        self.prev, self.line, self.hidden = prev, line, hidden
+        self.prev, self.hidden, self.resource = prev, hidden, resource
+
+    @property
+    def line(self) -> bytes:
+        return b'{"type":"%s","object":%s}\n' % (self.type.encode(),
+                                                  self.resource.full(self.entry.raw))
 
 
 class Resource:
@@ -139,8 +146,7 @@ class Store:
 
     def _record(self, res: Resource, type_: str, key: str, entry: Entry, prev):
         hidden = self.lose_event is not None and self.lose_event()
-        line = b'{"type":"%s","object":%s}\n' % (type_.encode(), res.full(entry.raw))
-        res.events.append(Event(entry.rv, type_, key, entry, prev, line, hidden))
+        res.events.append(Event(entry.rv, type_, key, entry, prev, hidden, res))
         res.cond.notify_all()
 
     def compact(self, rv: int | None = None) -> int:
