@@ -16,6 +16,7 @@ from tests.dashboard.feedhelpers import (
     WAIT,
     GatedSleep,
     RecordingApi,
+    Running,
     cluster_state,
     item_form,
     make_sim,
@@ -162,16 +163,18 @@ def test_watch_list_pages_reach_the_sink_as_a_list_would(sim):
     assert relisted.resource_version == str(sim.resource_version)
 
 
-def test_watch_list_under_churn_and_compaction_makes_the_mirror_the_cluster(running, sim):
-    sim.churn.update(scheduler=True, rate=200)
-    sim.churn.start()
-    sim.compactor.interval = 0.05
-    sim.compactor.start()
-    r, rec = running.start(watch_list=True, page_size=4)
-    rec.wait_for(lambda rec: len(rec.watched) > 20, "changes after the list")
-    sim.churn.update(rate=0)
-    rec.wait_mirrors(sim)
-    assert r.stats["watch_lists"] >= 1
+def test_watch_list_under_churn_and_compaction_makes_the_mirror_the_cluster(feed_cluster):
+    with make_sim(feed_cluster, churn=200, scheduler=True, compaction_interval=0.05) as sim:
+        running = Running(sim)
+        try:
+            r, rec = running.start(watch_list=True, page_size=4)
+            rec.wait_for(lambda rec: len(rec.watched) > 20, "changes after the list")
+            sim.churn.update(rate=0)
+            rec.wait_mirrors(sim)
+            assert r.stats["watch_lists"] >= 1
+            assert sim.store.resources["pods"].compacted_rv > 0   # compacted meanwhile
+        finally:
+            running.stop_all()
 
 
 def test_a_server_refusing_the_watch_list_is_listed_in_pages(scripted):
