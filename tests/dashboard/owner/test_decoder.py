@@ -23,7 +23,7 @@ from dashboard.owner.decoder import (
     digest_pod,
 )
 from dashboard.owner.owner import CacheOwner
-from tests.dashboard.feedhelpers import WAIT, core_api_at, item_form
+from tests.dashboard.feedhelpers import WAIT, core_api_at, item_form, make_sim
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -289,3 +289,23 @@ def test_records_reach_the_cache_paged_and_watched():
     assert [p["metadata"]["name"] for p in restored] == ["waiting"]
     assert restored[0]["metadata"]["annotations"] == waiting["metadata"]["annotations"]
     assert owner.pending[uid(waiting)]["metadata"]["annotations"][BIND_INFO]
+
+
+@pytest.mark.parametrize("watch_list", [False, True], ids=["paged list", "watch-list"])
+def test_the_first_list_under_churn_and_compaction_syncs_the_owner(feed_cluster, watch_list):
+    # issue 26: a first list that outlives the server's history still ends, and the cache
+    # then equals the cluster (pages of 5 objects, history compacted every 0.1 s)
+    with make_sim(feed_cluster, churn=200, scheduler=True, compaction_interval=0.1) as sim:
+        owner = CacheOwner(Cache(ttl=30))
+        decoder = DecoderProcess(owner.feed.put, functools.partial(core_api_at, sim.url),
+                                 options={"watch_timeout": 60, "watch_list": watch_list,
+                                          "page_size": 5}).start()
+        try:
+            apply_until(owner, lambda: all(owner.synced.values()), "the first lists")
+            sim.churn.update(rate=0)
+            apply_until(owner, lambda: set(owner.cache.pod_keys()) == bound(sim)
+                        and set(owner.pending) == unbound(sim), "the cache to equal the cluster")
+            assert sim.store.resources["pods"].compacted_rv > 0
+        finally:
+            decoder.stop()
+        assert not decoder.process.is_alive()
