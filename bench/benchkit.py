@@ -79,17 +79,17 @@ def drain_until(owner, done, timeout=600):
             raise TimeoutError("the owner did not finish in time")
 
 
-def sync(owner, kubeconfig):
-    """Start a decoder process (the reflectors for nodes and pods) into `owner`, as in
-    `manage.py watch`, apply until synced, then settle the heap as the owner process
-    does. Returns the event that stops the decoder, the seconds each part took and the
-    decoder process: (stop, syncing, settling, decoder)."""
+def sync(owner, kubeconfig, options=None):
+    """Start a decoder process (the reflectors for nodes and pods, with `options`) into
+    `owner`, as in `manage.py watch`, apply until synced, then settle the heap as the
+    owner process does. Returns the event that stops the decoder, the seconds each part
+    took and the decoder process: (stop, syncing, settling, decoder)."""
     from dashboard.owner.decoder import DecoderProcess
     from dashboard.owner.runner import settle_heap
     stop = threading.Event()
     started = time.perf_counter()
     decoder = DecoderProcess(owner.feed.put, functools.partial(core_api, str(kubeconfig)),
-                             stop=stop).start()
+                             stop=stop, options=options).start()
     drain_until(owner, lambda: all(owner.synced.values()) and owner.feed.empty())
     synced = time.perf_counter()
     settle_heap()

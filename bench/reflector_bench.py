@@ -117,14 +117,13 @@ def main() -> int:
     p.add_argument("--pods", type=int, default=5000)
     p.add_argument("--churn", type=float, default=30000)
     p.add_argument("--seconds", type=float, default=10)
-    p.add_argument("--history", type=int, default=2_000_000)
     p.add_argument("--canned", type=int, default=30000, help="events in the canned run")
     args = p.parse_args()
     canned(args.canned)
 
     server = subprocess.Popen(
         [sys.executable, "-m", "simcluster", "serve", "--nodes", str(args.nodes), "--pods",
-         str(args.pods), "--history", str(args.history), "--no-kubelet",
+         str(args.pods), "--no-kubelet",
          "--bookmark-interval", "5"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().strip()

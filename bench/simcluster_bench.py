@@ -127,8 +127,8 @@ def main():
     started = time.perf_counter()
     server = subprocess.Popen(
         [sys.executable, "-m", "simcluster", "serve", "--nodes", str(args.nodes), "--pods",
-         str(args.pods), "--zones", str(args.zones), "--history", "200000",
-         "--no-kubelet"], stdout=subprocess.PIPE, text=True)
+         str(args.pods), "--zones", str(args.zones), "--no-kubelet"],
+        stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
     print(f"{'server up (generate + serialize + serve)':<44} "
           f"{time.perf_counter() - started:7.2f} s wall {cpu_seconds(server.pid):7.2f} s server "

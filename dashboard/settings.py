@@ -241,6 +241,10 @@ if SCHEDVIEW_CACHE_TTL < 0:
 # or the pod's own service account when running inside the cluster.
 SCHEDVIEW_KUBECONFIG = Path(env.str("SCHEDVIEW_KUBECONFIG", default=str(VAR_DIR / "simcluster.kubeconfig")))
 SCHEDVIEW_IN_CLUSTER = env.bool("SCHEDVIEW_IN_CLUSTER", default=False)
+# The owner's first list (and every relist) streamed through the watch (kube-apiserver's
+# watch-list, sendInitialEvents), so no list of every pod is held at once; a server that
+# refuses it is listed in pages anyway.
+SCHEDVIEW_WATCH_LIST = env.bool("SCHEDVIEW_WATCH_LIST", default=True)
 # Seconds between runs of the expiry reaper, and of the cache/cluster comparer.
 SCHEDVIEW_REAP_PERIOD = env.float("SCHEDVIEW_REAP_PERIOD", default=1.0)
 SCHEDVIEW_COMPARE_PERIOD = env.float("SCHEDVIEW_COMPARE_PERIOD", default=60.0)

@@ -4,7 +4,7 @@ Standard library only; no I/O; the clock is read only where a caller did not
 pass `now`. The public API is fixed by shared/contract/schedcache.md.
 """
 from .cache import Cache, Dump
-from .comparer import CompareReport, compare
+from .comparer import CompareReport, compare, compare_dump
 from .errors import CacheCorruptedError, CacheError, SnapshotRepairedError
 from .events import CacheEvent
 from .hostports import HostPortInfo
@@ -19,4 +19,5 @@ from .snapshot import Snapshot
 
 __all__ = ["Cache", "CacheCorruptedError", "CacheError", "CacheEvent", "CompareReport", "Dump",
            "HostPortInfo", "ImageStateSummary", "NodeInfo", "NodeTree", "PodInfo", "Resource",
-           "Snapshot", "SnapshotRepairedError", "compare", "parse_quantity", "parse_selector"]
+           "Snapshot", "SnapshotRepairedError", "compare", "compare_dump", "parse_quantity",
+           "parse_selector"]

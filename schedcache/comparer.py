@@ -52,7 +52,12 @@ def compare(cache, nodes, pods, pending_pods=()) -> CompareReport:
     `pending_pods` are pods the scheduler holds outside the cache (its queue):
     they are neither missed nor redundant, as in upstream's comparer.
     """
-    dump = cache.dump()
+    return compare_dump(cache.dump(), nodes, pods, pending_pods)
+
+
+def compare_dump(dump, nodes, pods, pending_pods=()) -> CompareReport:
+    """compare() on a cache's dump: the dump's copies never change, so this may run in
+    another thread than the cache's writer while the cache moves on."""
     report = CompareReport()
     pending = {_uid(p) for p in pending_pods}
     bound, listed = {}, set()

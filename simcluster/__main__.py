@@ -11,6 +11,7 @@ import sys
 import threading
 
 from simcluster.cluster import SimCluster
+from simcluster.compaction import COMPACTION_INTERVAL
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -30,8 +31,10 @@ def _parser() -> argparse.ArgumentParser:
                        help="churn also binds the pods it creates, like a default scheduler")
     serve.add_argument("--no-kubelet", action="store_true",
                        help="leave terminating pods and bound Pending pods alone")
-    serve.add_argument("--history", type=int, default=10000,
-                       help="watch history size (older resourceVersions answer 410)")
+    serve.add_argument("--compaction-interval", type=float, default=COMPACTION_INTERVAL,
+                       help="seconds between compactions of the history, as kube-apiserver's "
+                            "--etcd-compaction-interval (versions compacted away answer 410; "
+                            "0: never)")
     serve.add_argument("--bookmark-interval", type=float, default=60.0)
     serve.add_argument("--faults", type=json.loads, default={},
                        help='fault knobs as JSON, e.g. \'{"bind_failure_rate": 0.1}\'')
@@ -61,7 +64,7 @@ def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     sim = SimCluster(args.nodes, args.pods, args.zones, args.seed, args.pending_fraction,
                      namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
-                     kubelet=not args.no_kubelet, history=args.history,
+                     kubelet=not args.no_kubelet, compaction_interval=args.compaction_interval,
                      bookmark_interval=args.bookmark_interval, host=args.host,
                      port=args.port, faults=args.faults, pools=args.pools,
                      pool_hold=args.pool_hold, pool_stop_delay=args.pool_stop_delay)

@@ -18,6 +18,7 @@ import orjson
 
 from simcluster import control
 from simcluster.churn import Churn
+from simcluster.compaction import COMPACTION_INTERVAL, Compactor
 from simcluster.episodes import Weather
 from simcluster.faults import Faults
 from simcluster.generate import Cluster, PodSource, generate_cluster
@@ -42,7 +43,8 @@ class SimCluster:
     def __init__(self, nodes: int = 20, pods: int = 200, zones: int = 3, seed: int = 1,
                  pending_fraction: float = 0.0, *, cluster: Cluster | None = None,
                  namespaces: int = 40, churn: float = 0.0, scheduler: bool = False,
-                 kubelet: bool = True, history: int = 10000, bookmark_interval: float = 60.0,
+                 kubelet: bool = True, compaction_interval: float = COMPACTION_INTERVAL,
+                 bookmark_interval: float = 60.0,
                  watch_timeout: float = 1800.0, host: str = "127.0.0.1", port: int = 0,
                  faults: dict | None = None, pools: dict | None = None,
                  pool_hold: float = 0.0, pool_stop_delay: float = 1.0):
@@ -50,8 +52,10 @@ class SimCluster:
         `kubelet=False` leaves terminating pods and bound Pending pods as they are until
         something calls `.kubelet.step()` (or sets its `auto` knob). `pools` ({"web": 20})
         adds warm pools of idle pods, handed back idle `pool_hold` seconds after a claim
-        (0: never; see pools.py)."""
-        self.store = Store(history)
+        (0: never; see pools.py). `compaction_interval` (seconds; 0: never) spaces the
+        compactions of the history, as kube-apiserver's (compaction.py)."""
+        self.store = Store()
+        self.compactor = Compactor(self.store, compaction_interval)
         self.api = Api(self.store, seed=seed)
         generated = cluster or generate_cluster(nodes, pods, zones, seed, pending_fraction,
                                                 namespaces=namespaces)
@@ -82,6 +86,7 @@ class SimCluster:
     def start(self) -> "SimCluster":
         """Serve in background threads; returns self (the port is chosen if 0)."""
         self._serve()
+        self.compactor.start()
         self.churn.start()
         self.kubelet.start()
         self.pools.start()
@@ -96,6 +101,7 @@ class SimCluster:
 
     def stop(self) -> None:
         self.weather.stop()
+        self.compactor.stop()
         self.churn.stop()
         self.kubelet.stop()
         self.pools.stop()

@@ -423,7 +423,8 @@ class Handler(BaseHTTPRequestHandler):
         ctx = self.server.ctx
         timeout = self.int_param("timeoutSeconds") or ctx.settings.watch_timeout
         req = WatchRequest(resource, prefix, labels, fields, self.int_param("resourceVersion", 0),
-                           _truthy(self.query.get("allowWatchBookmarks", "")), timeout)
+                           _truthy(self.query.get("allowWatchBookmarks", "")), timeout,
+                           _truthy(self.query.get("sendInitialEvents", "")))
         self.start_chunked()
         clean = serve_watch(self.api.store, ctx.watchers, req, self.send_chunks,
                             ctx.settings.bookmark_interval)

@@ -3,10 +3,11 @@
 Every object is kept as its serialized list-item JSON (no kind/apiVersion) so
 lists and watch events are written without re-serializing; a small index
 (labels, selectable fields) serves selectors. One global resourceVersion counter
-orders all writes. Each resource keeps a bounded history of events; an event
+orders all writes. Each resource keeps its history of events until a compaction
+drops it (by time, as kube-apiserver compacts etcd: see compaction.py); an event
 remembers the state it replaced, so a LIST at an older resourceVersion (continue
 tokens, resourceVersionMatch=Exact) is the current state with newer events undone.
-History older than the ring (or dropped by compact()) answers 410.
+History a compaction dropped answers 410.
 """
 
 import heapq
@@ -27,19 +28,26 @@ class Entry:
 
 
 class Event:
-    """One change, with its watch line prebuilt. `prev` is the replaced Entry (None on
-    ADDED); `hidden` events (lost-event fault) count for snapshots but are never sent."""
-    __slots__ = ("rv", "type", "key", "entry", "prev", "line", "hidden")
+    """One change. `prev` is the replaced Entry (None on ADDED); `hidden` events
+    (lost-event fault) count for snapshots but are never sent. The watch line is made
+    when sent, not kept: history lives five to ten minutes (compaction.py), and a kept
+    line would double what each of its events costs."""
+    __slots__ = ("rv", "type", "key", "entry", "prev", "hidden", "resource")
 
-    def __init__(self, rv, type_, key, entry, prev, line, hidden):
+    def __init__(self, rv, type_, key, entry, prev, hidden, resource):
         self.rv, self.type, self.key, self.entry = rv, type_, key, entry
-        self.prev, self.line, self.hidden = prev, line, hidden
+        self.prev, self.hidden, self.resource = prev, hidden, resource
+
+    @property
+    def line(self) -> bytes:
+        return b'{"type":"%s","object":%s}\n' % (self.type.encode(),
+                                                  self.resource.full(self.entry.raw))
 
 
 class Resource:
     """The objects of one kind, sorted keys, and the kind's event history."""
 
-    def __init__(self, lock, name: str, kind: str, namespaced: bool, index, history: int):
+    def __init__(self, lock, name: str, kind: str, namespaced: bool, index):
         self.name, self.kind, self.namespaced = name, kind, namespaced
         self.index = index  # obj -> field index dict
         self.entries: dict = {}
@@ -47,7 +55,6 @@ class Resource:
         self.events: list = []
         self.first_seq = 0        # sequence number of events[0]
         self.compacted_rv = 0     # no events with rv <= this are kept
-        self.capacity = history
         self.cond = threading.Condition(lock)
         self.object_prefix = b'{"kind":"%s","apiVersion":"v1",' % kind.encode()
 
@@ -74,15 +81,14 @@ class Store:
     """All resources; mutate only while holding `lock` (re-entrant, so a read-check-write
     sequence in resources.py is one atomic step)."""
 
-    def __init__(self, history: int = 10000):
+    def __init__(self):
         self.lock = threading.RLock()
         self.rv = 0
-        self.history = history
         self.resources: dict[str, Resource] = {}
         self.lose_event = None  # fault hook: () -> True to keep a write's event from watchers
 
     def register(self, name: str, kind: str, namespaced: bool, index) -> Resource:
-        res = Resource(self.lock, name, kind, namespaced, index, self.history)
+        res = Resource(self.lock, name, kind, namespaced, index)
         self.resources[name] = res
         return res
 
@@ -140,24 +146,22 @@ class Store:
 
     def _record(self, res: Resource, type_: str, key: str, entry: Entry, prev):
         hidden = self.lose_event is not None and self.lose_event()
-        line = b'{"type":"%s","object":%s}\n' % (type_.encode(), res.full(entry.raw))
-        res.events.append(Event(entry.rv, type_, key, entry, prev, line, hidden))
-        if len(res.events) > res.capacity:
-            drop = max(1, res.capacity // 10)
-            res.compacted_rv = res.events[drop - 1].rv
-            del res.events[:drop]
-            res.first_seq += drop
+        res.events.append(Event(entry.rv, type_, key, entry, prev, hidden, res))
         res.cond.notify_all()
 
-    def compact(self) -> int:
-        """Forget all history (like an etcd compaction reaching now); returns the rv."""
+    def compact(self, rv: int | None = None) -> int:
+        """Forget the history up to `rv` (None: all of it, an etcd compaction reaching
+        now); returns the rv compacted to. Lists and watches from versions before it
+        answer 410."""
         with self.lock:
+            rv = self.rv if rv is None else min(rv, self.rv)
             for res in self.resources.values():
-                res.first_seq += len(res.events)
-                res.events.clear()
-                res.compacted_rv = self.rv
+                drop = bisect_left(res.events, rv + 1, key=lambda e: e.rv)
+                del res.events[:drop]
+                res.first_seq += drop
+                res.compacted_rv = max(res.compacted_rv, rv)
                 res.cond.notify_all()
-            return self.rv
+            return rv
 
     def wake_all(self) -> None:
         with self.lock:

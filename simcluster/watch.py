@@ -1,7 +1,9 @@
 """Watch streams: one JSON event per HTTP chunk, as the apiserver's watch cache sends them.
 
 Behaviour from the captures: no resourceVersion (or "0") first sends a synthetic
-ADDED per existing object; a compacted resourceVersion gets one ERROR event (Status
+ADDED per existing object; `sendInitialEvents=true` (the watch-list, capture 58) sends
+the same ADDED events and then a BOOKMARK annotated `k8s.io/initial-events-end: "true"`
+at the version they show; a compacted resourceVersion gets one ERROR event (Status
 410 Expired) and the stream ends; BOOKMARKs (if allowed) every `bookmark_interval`
 and once shortly before `timeoutSeconds`; the stream ends with the final chunk at
 the timeout. With a selector, an object that starts matching arrives as ADDED and
@@ -38,6 +40,7 @@ class WatchRequest:
     resource_version: int | None = None   # None or 0: start with synthetic ADDED
     bookmarks: bool = False
     timeout: float = 1800.0
+    initial_events: bool = False  # sendInitialEvents: end the ADDED with a bookmark saying so
 
 
 class Stream:
@@ -135,14 +138,21 @@ def _run(store, res: Resource, stream: Stream, req, send, bookmark_interval, clo
     last_bookmark = deadline - min(2.0, req.timeout / 10)  # "shortly before the timeout"
     periodic = start + bookmark_interval
     next_bookmark = min(periodic, last_bookmark)
-    if not req.resource_version:
+    if not req.resource_version or req.initial_events:
         with store.lock:  # the snapshot and the history position must agree
-            _, _, entries, _ = store.snapshot(req.resource, None, req.prefix)
+            snapshot_rv, _, entries, _ = store.snapshot(req.resource, None, req.prefix)
             seq = res.next_seq
-        added = [b'{"type":"ADDED","object":' + res.full(e.raw) + b"}\n"
-                 for e in entries if _selected(req, e)]
-        for i in range(0, len(added), _BATCH):
-            send(added[i:i + _BATCH])
+        for i in range(0, len(entries), _BATCH):   # a batch of lines at a time, not all
+            added = [b'{"type":"ADDED","object":' + res.full(e.raw) + b"}\n"
+                     for e in entries[i:i + _BATCH] if _selected(req, e)]
+            if added:
+                send(added)
+        del entries
+        if req.initial_events:
+            send([b'{"type":"BOOKMARK","object":{"kind":"' + res.kind.encode()
+                  + b'","apiVersion":"v1","metadata":{"resourceVersion":"%d","annotations":'
+                    b'{"k8s.io/initial-events-end":"true"}},' % snapshot_rv
+                  + _BOOKMARK_BODY.get(res.kind, b'"spec":{}') + b"}}\n"])
     else:
         with store.lock:
             seq = store.seq_after(res, req.resource_version)

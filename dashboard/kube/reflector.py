@@ -10,12 +10,25 @@
 about 1 ms a pod) and hands its sink one `Relisted`, then watches from the
 list's resourceVersion and hands it one `Watched` per ADDED/MODIFIED/DELETED
 event, forever (the sink: the owner's decoder process, the pools' feed, the
-stand-in's view):
+stand-in's view). With `watch_list` it lists through the watch instead, as
+client-go's reflector does where the API server offers it (capture 58):
+`sendInitialEvents=true&resourceVersionMatch=NotOlderThan` streams an ADDED per
+object, gathered into pages as a list's, then a BOOKMARK annotated
+`k8s.io/initial-events-end` ends the list (its version is the Relisted's) and
+the same stream goes on as the watch; no list body is ever held, and no continue
+token can expire. A server that refuses the request (an HTTP 4xx), or ignores it
+(the server closes the stream at timeoutSeconds before the bookmark), is listed
+the paged way from then on; a stream cut before the bookmark is listed again:
 
 - BOOKMARK only advances `resource_version`;
 - a watch answered with an ERROR event of code 410 (or an HTTP 410) relists
   and watches from the new version; an HTTP 410 on a continued list page
-  (an expired continue token) restarts the list from its first page;
+  (an expired continue token: the API server compacted the list's version,
+  captures 99/99b) is answered as client-go's pager does (FullListIfExpired):
+  one unpaged list at the latest version, consistent by construction, which
+  replaces the pages already taken (with `stream_pages` it goes to the sink
+  as a first page). Restarting the paged list instead never finishes when
+  listing takes longer than the server keeps history;
 - the server closing the stream at `timeoutSeconds` re-watches at once; a
   connection that fails, is reset, times out while connecting, or ends early,
   and any other ERROR, re-watch from the last version after a backoff with
@@ -65,6 +78,8 @@ from kubernetes.client.exceptions import ApiException
 __all__ = ["ListPage", "Relisted", "Watched", "Reflector", "Stopped", "KINDS"]
 
 KINDS = ("pods", "nodes")
+# The annotation on the bookmark that ends a watch-list's initial events (capture 58).
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _IDENTITY = {"pods": "uid", "nodes": "name"}
 _CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 # Failures of the transport: refused, reset, cut mid-chunk, timed out.
@@ -132,6 +147,46 @@ def _continue_in_head(body: bytes):
     return found.group(1).decode() if found else None
 
 
+def _ends_initial_events(meta) -> bool:
+    """Whether a bookmark's metadata ends a watch-list's initial events (capture 58)."""
+    annotations = meta.get("annotations") if type(meta) is dict else None
+    return type(annotations) is dict and annotations.get(INITIAL_EVENTS_END) == "true"
+
+
+class _InitialEvents:
+    """The objects a watch-list streams before its bookmark, gathered as a paged list's
+    pages: to the sink page by page with `stream_pages`, else into the Relisted."""
+
+    def __init__(self, reflector: "Reflector"):
+        self.reflector = reflector
+        self.page: list = []
+        self.items: list = []
+        self.first = True
+
+    def add(self, obj) -> None:
+        self.page.append(obj)
+        if len(self.page) == self.reflector.page_size:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        r = self.reflector
+        if r.stream_pages:
+            r.sink(ListPage(r.kind, self.page, first=self.first))
+        else:
+            self.items.extend(self.page)
+        self.page, self.first = [], False
+
+    def end(self, rv: str) -> None:
+        """The bookmark came: the list ends at its version."""
+        if self.page or self.first:    # a list of nothing still starts afresh
+            self._hand_over()
+        r = self.reflector
+        r.stats["lists"] += 1
+        r.stats["watch_lists"] += 1
+        r._failures = 0
+        r.sink(Relisted(r.kind, self.items, rv))
+
+
 def _excerpt(line: bytes, limit: int = 120) -> bytes:
     return line if len(line) <= limit else line[:limit] + b"..."
 
@@ -151,7 +206,8 @@ class Reflector:
     Readable from any thread: `resource_version` (the last version seen: list,
     event or bookmark), `state` ("new", "listing", "watching", "backing off",
     "stopped"), `last_watch_end` (what the last watch_once() returned) and
-    `stats`, which counts lists, list_restarts (expired continue tokens),
+    `stats`, which counts lists, full_lists (unpaged lists after an expired
+    continue token), watch_lists (lists streamed through the watch),
     watches, events, bookmarks, expired (410s that forced a relist), timeouts
     (watches the server closed at timeoutSeconds), idle (read timeouts),
     errors (ERROR events other than 410, HTTP errors), reconnects (backoffs
@@ -166,6 +222,9 @@ class Reflector:
     `stream_pages` each page goes to the sink as a `ListPage` as it arrives (the
     decoder's owner applies a page while the next one is parsed), list_once()
     included, and the Relisted that ends the list carries no items.
+
+    `watch_list` lists through the watch (see the module doc); its pages hold
+    `page_size` objects each (0: one page).
     """
 
     def __init__(self, api, kind: str, sink: Callable[[object], None], *,
@@ -176,8 +235,9 @@ class Reflector:
                  log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
                  connect_timeout: float = 10.0, read_timeout: float | None = None,
                  clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
-                 label_selector: str = "", digest: Callable[[dict], object] | None = None,
-                 stream_pages: bool = False):
+                 label_selector: str = "", field_selector: str = "",
+                 digest: Callable[[dict], object] | None = None,
+                 stream_pages: bool = False, watch_list: bool = False):
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
         self.api = api
@@ -198,8 +258,8 @@ class Reflector:
         self.request_timeout = (float(connect_timeout), float(read_timeout))
         self.resource_version = ""
         self.stats = dict.fromkeys(
-            ("lists", "list_restarts", "watches", "events", "bookmarks", "expired", "timeouts",
-             "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
+            ("lists", "full_lists", "watch_lists", "watches", "events", "bookmarks", "expired",
+             "timeouts", "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
         self._failures = 0             # since the last healthy watch
@@ -214,8 +274,12 @@ class Reflector:
         self._list_call = api.list_pod_for_all_namespaces if kind == "pods" else api.list_node
         self.digest = digest
         self.stream_pages = stream_pages
-        if label_selector:   # lists and watches alike: only the objects it selects
-            self._list_call = functools.partial(self._list_call, label_selector=label_selector)
+        self.watch_list = watch_list   # until the server refuses it
+        self._initial = None           # the watch-list's initial state, while it streams
+        selectors = {name: value for name, value in (("label_selector", label_selector),
+                                                     ("field_selector", field_selector)) if value}
+        if selectors:   # lists and watches alike: only the objects they select
+            self._list_call = functools.partial(self._list_call, **selectors)
 
     # -- control ---------------------------------------------------------------------
 
@@ -272,7 +336,24 @@ class Reflector:
         stop = self._stop
         just_listed = False
         while not stop.is_set():
-            if need_list or self._relist_requested:
+            if (need_list or self._relist_requested) and self.watch_list:
+                self._relist_requested = False
+                why = self.watch_once(listing=True)
+                if why == "stopped":
+                    return
+                need_list = self._initial is not None    # the list did not end
+                self._initial = None
+                if need_list and why == "timeout":
+                    # a server older than the watch-list ignores sendInitialEvents: its
+                    # watch never says the initial events ended
+                    self.watch_list = False
+                    self.log.warning("%s: no end of the initial events before the watch's "
+                                     "timeout; listing in pages instead", self.kind)
+                elif need_list and why not in ("refused", "relist"):
+                    self._back_off()
+                if need_list:
+                    continue
+            elif need_list or self._relist_requested:
                 self._relist_requested = False
                 try:
                     relisted = self.list_once()
@@ -293,7 +374,9 @@ class Reflector:
                 need_list = False
                 just_listed = True
                 self.sink(relisted)
-            why = self.watch_once()
+                why = self.watch_once()
+            else:
+                why = self.watch_once()
             if why == "stopped":
                 return
             if why in ("expired", "relist"):
@@ -365,29 +448,29 @@ class Reflector:
     # -- list ------------------------------------------------------------------------
 
     def list_once(self) -> Relisted:
-        """One full paged list; sets resource_version, returns it (does not call sink).
+        """One full list, paged; sets resource_version, returns it (does not call sink).
 
-        An HTTP 410 on a continued page restarts from the first page; other HTTP
-        errors raise ApiException, transport errors raise urllib3/OS errors, and the
-        stop event raises Stopped."""
+        An HTTP 410 on a continued page (an expired continue token) is followed by one
+        unpaged list of everything; other HTTP errors raise ApiException, transport
+        errors raise urllib3/OS errors, and the stop event raises Stopped."""
         self._set_state("listing")
-        while True:
-            result = self._list_pages()
-            if result is not None:
-                items, rv = result
-                self.resource_version = rv
-                self.stats["lists"] += 1
-                self._set_state()
-                return Relisted(self.kind, items, rv)
-            self.stats["list_restarts"] += 1
+        result = self._list_pages(self.page_size)
+        if result is None:
+            self.stats["full_lists"] += 1
             self._throttled.warning("list-410", "%s list: continue token expired (410); "
-                                                "listing again from the start", self.kind)
+                                                "listing everything in one request", self.kind)
+            result = self._list_pages(0)   # no continue token: cannot expire
+        items, rv = result
+        self.resource_version = rv
+        self.stats["lists"] += 1
+        self._set_state()
+        return Relisted(self.kind, items, rv)
 
-    def _fetch_page(self, token):
-        """One list page's body (the page after `token`, or the first)."""
+    def _fetch_page(self, token, limit: int):
+        """One list page's body (the page after `token`, or the first; `limit` 0: all)."""
         if self._stop.is_set():
             raise Stopped()
-        kwargs = {"limit": self.page_size} if self.page_size > 0 else {}
+        kwargs = {"limit": limit} if limit > 0 else {}
         if token:
             kwargs["_continue"] = token
         resp = self._call(**kwargs)
@@ -404,7 +487,7 @@ class Reflector:
         resp.release_conn()
         return body
 
-    def _list_pages(self):
+    def _list_pages(self, limit: int):
         """(items, resourceVersion), or None when a continue token expired.
 
         The next page is asked for while this one is parsed (its continue token is read
@@ -412,9 +495,9 @@ class Reflector:
         the server's work on a page overlaps ours on the last; the token the parsed page
         holds is the one used, and a prefetch for another token is dropped."""
         with ThreadPoolExecutor(1, thread_name_prefix=f"reflector-{self.kind}-page") as ahead:
-            return self._read_pages(ahead)
+            return self._read_pages(ahead, limit)
 
-    def _read_pages(self, ahead):
+    def _read_pages(self, ahead, limit: int):
         items: list = []
         rv = None
         token = None
@@ -425,7 +508,7 @@ class Reflector:
                 if prefetched is not None and prefetched[0] == token:
                     body = prefetched[1].result()
                 else:
-                    body = self._fetch_page(token)
+                    body = self._fetch_page(token, limit)
             except ApiException as e:
                 if e.status == 410 and token:
                     return None
@@ -433,7 +516,7 @@ class Reflector:
             prefetched = None
             next_token = _continue_in_head(body)
             if next_token:
-                prefetched = (next_token, ahead.submit(self._fetch_page, next_token))
+                prefetched = (next_token, ahead.submit(self._fetch_page, next_token, limit))
             page = loads(body)
             del body
             meta = page.get("metadata") if type(page) is dict else None
@@ -467,30 +550,43 @@ class Reflector:
 
     # -- watch -----------------------------------------------------------------------
 
-    def watch_once(self) -> str:
+    def watch_once(self, listing: bool = False) -> str:
         """One watch from resource_version, emitting events until it ends; returns why:
         "timeout" (closed by the server at timeoutSeconds), "expired" (410: relist),
         "disconnected" (failed, reset, or ended early), "error" (an ERROR event or an
-        HTTP error), "idle" (read timeout), "relist" (request_relist()), "stopped"."""
-        why = self._watch()
+        HTTP error), "idle" (read timeout), "relist" (request_relist()), "stopped".
+        `listing`: a watch-list, which lists first (the sink gets pages and a Relisted)
+        and leaves `_initial` set if the list did not end; "refused" if the server
+        would not (the paged list is used from then on)."""
+        if listing:
+            self._initial = _InitialEvents(self)
+            self._set_state("listing")
+        why = self._watch(listing)
         self.last_watch_end = why
         self._set_state()
         return why
 
-    def _watch(self) -> str:
+    def _watch(self, listing: bool) -> str:
         stop = self._stop
         if stop.is_set():
             return "stopped"
         self.stats["watches"] += 1
         self._session_lines = 0
         started = self.clock()
+        where = ({"send_initial_events": True, "resource_version_match": "NotOlderThan"}
+                 if listing else {"resource_version": self.resource_version})
         try:
-            resp = self._call(watch=True, resource_version=self.resource_version,
-                              allow_watch_bookmarks=True, timeout_seconds=self.watch_timeout)
+            resp = self._call(watch=True, allow_watch_bookmarks=True,
+                              timeout_seconds=self.watch_timeout, **where)
         except ApiException as e:
             if e.status == 410:
                 self.stats["expired"] += 1
                 return "expired"
+            if listing and 400 <= e.status < 500 and e.status != 429:
+                self.watch_list = False
+                self.log.warning("%s: the API server refused the watch-list (HTTP %s %s); "
+                                 "listing in pages instead", self.kind, e.status, e.reason)
+                return "refused"
             self.stats["errors"] += 1
             self._throttled.warning("watch-http", "%s watch failed: HTTP %s %s", self.kind,
                                     e.status, e.reason)
@@ -501,7 +597,8 @@ class Reflector:
             self._throttled.warning("watch-conn", "%s watch could not start: %r", self.kind, e)
             return "disconnected"
         self._track(resp)
-        self._set_state("watching")
+        if not listing:
+            self._set_state("watching")
         why = "stopped"
         try:
             if not (stop.is_set() or self._relist_requested):
@@ -552,6 +649,7 @@ class Reflector:
         stats = self.stats
         stop_is_set = self._stop.is_set
         changes = _CHANGES
+        initial = self._initial     # a watch-list's initial state, until its bookmark
         seen = 0
         rest = b""
         try:
@@ -594,6 +692,12 @@ class Reflector:
                                                              "without metadata.%s",
                                                     kind, etype, id_field)
                             continue
+                        if initial is not None:   # the list, not yet changes
+                            if etype == "ADDED":
+                                initial.add(obj if digest is None else digest(obj))
+                            else:
+                                self._malformed("%s before the initial events ended", etype)
+                            continue
                         sink(Watched(kind, etype, obj if digest is None else digest(obj), rv))
                         self.resource_version = rv
                         stats["events"] += 1
@@ -608,7 +712,12 @@ class Reflector:
                             continue
                         self.resource_version = rv
                         stats["bookmarks"] += 1
-                        self._set_state()
+                        if initial is not None and _ends_initial_events(meta):
+                            initial.end(rv)
+                            initial = self._initial = None
+                            self._set_state("watching")
+                        else:
+                            self._set_state()
                     elif etype == "ERROR":
                         return self._watch_error(obj)
                     else:

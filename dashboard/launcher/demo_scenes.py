@@ -15,11 +15,13 @@ through the Kubernetes API like any user:
   batch pods to the extender's preempt, evicts the victims it answers, and the pod
   binds once they are gone.
 """
+from collections import Counter
+
 from kubernetes import client
 
 from schedcache.resource import node_allocatable, pod_requests
 
-from dashboard.kube.client import read_json
+from dashboard.kube.reflector import Reflector
 
 GPU = "nvidia.com/gpu"
 NAMESPACE = "default"
@@ -28,6 +30,7 @@ PRIORITIES = {"batch-low": -10, "high-priority": 1_000_000}
 TOLERATE_GPU = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 TOO_MANY_GPUS = 64
 _FINISHED = ("Succeeded", "Failed")
+PAGE_SIZE = 500      # objects a list page holds
 
 
 def _pod(name: str, gpus: int, priority_class: str = "", *, node: str = "",
@@ -51,21 +54,36 @@ def _pod(name: str, gpus: int, priority_class: str = "", *, node: str = "",
 
 
 def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
-    """The GPU node with the most free GPUs, and how many; None without GPU nodes."""
-    free = {}
-    for node in read_json(api.list_node(_preload_content=False))["items"]:
-        total = node_allocatable(node).scalar_resources.get(GPU, 0)
-        if total:
-            free[node["metadata"]["name"]] = total
-    if not free:
+    """The GPU node with the most free GPUs, and how many; None without GPU nodes.
+
+    Both lists are paged and each object is cut to the GPUs it adds as its page
+    arrives, so the supervisor holds a page at a time however large the cluster (one
+    unpaged list of 600,000 assigned pods took 3.5 GB to parse)."""
+    total, used = Counter(), Counter()
+
+    def node_gpus(node):
+        return node["metadata"]["name"], node_allocatable(node).scalar_resources.get(GPU, 0)
+
+    def pod_gpus(pod):
+        if (pod.get("status") or {}).get("phase") in _FINISHED:
+            return "", 0
+        return pod["spec"]["nodeName"], pod_requests(pod["spec"])[0].scalar_resources.get(GPU, 0)
+
+    def count_into(counter):
+        def sink(page):
+            if page.first:     # a list that starts again (after an expired continue token)
+                counter.clear()
+            counter.update({name: gpus for name, gpus in page.items if gpus})
+        return sink
+
+    Reflector(api, "nodes", count_into(total), page_size=PAGE_SIZE, digest=node_gpus,
+              stream_pages=True).list_once()
+    if not total:
         return None
-    assigned = read_json(api.list_pod_for_all_namespaces(field_selector="spec.nodeName!=",
-                                                         _preload_content=False))["items"]
-    for pod in assigned:
-        node = pod["spec"]["nodeName"]
-        if node in free and (pod.get("status") or {}).get("phase") not in _FINISHED:
-            free[node] -= pod_requests(pod["spec"])[0].scalar_resources.get(GPU, 0)
-    return max(free.items(), key=lambda item: item[1])
+    Reflector(api, "pods", count_into(used), page_size=PAGE_SIZE, digest=pod_gpus,
+              field_selector="spec.nodeName!=", stream_pages=True).list_once()
+    return max(((name, gpus - used[name]) for name, gpus in total.items()),
+               key=lambda item: item[1])
 
 
 def stage(api: client.CoreV1Api) -> list[str]:

@@ -20,7 +20,7 @@ from schedcache import Cache, Snapshot
 from dashboard.owner.apply import FeedApplier
 from dashboard.owner.changes import CacheChanges
 from dashboard.owner.commands import CommandServer
-from dashboard.owner.comparing import CompareFailed, Comparer, CompareRequest
+from dashboard.owner.comparing import CompareFailed, Compared, Comparer, CompareRequest
 from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage
 from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.handlers import CommandHandlers, command_cause
@@ -113,6 +113,8 @@ class CacheOwner:
             return self.applier.apply(item)
         if type(item) is CompareRequest:
             self.comparer.compare(item)
+        elif type(item) is Compared:
+            self.comparer.record(item)
         elif type(item) is CompareFailed:
             self.comparer.failed(item)
         else:

@@ -253,7 +253,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
         probes.lead(owner)
     # The reflectors parse and digest in a process of their own: this one only applies.
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
-                             keep_annotations=(BIND_INFO_ANNOTATION,)).start()
+                             keep_annotations=(BIND_INFO_ANNOTATION,),
+                             options={"watch_list": settings.SCHEDVIEW_WATCH_LIST}).start()
     reflectors = decoder.reflectors
     owner.comparer.on_drift = lambda: [r.request_relist() for r in reflectors]
     owner.comparer.lister = lambda: list_for_comparison(decoder, stop)

@@ -12,7 +12,7 @@ def stack(redis_url, transactional_db, tmp_path):
     s = Stack(tmp_path, child_env(tmp_path, redis_url, kubeconfig, cache_ttl=2, reap_period=0.5,
                                   compare_period=3600))
     s.cluster(kubeconfig, "--nodes", "6", "--pods", "40", "--zones", "2",
-              "--bookmark-interval", "1", "--history", "500")
+              "--bookmark-interval", "1")
     s.celery()
     try:
         yield s

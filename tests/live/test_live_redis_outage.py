@@ -36,7 +36,7 @@ def outage_stack(transactional_db, tmp_path):
     try:
         with override_settings(**redis_settings(redis.url)):
             stack.cluster(kubeconfig, "--nodes", "6", "--pods", "60", "--zones", "2",
-                          "--bookmark-interval", "1", "--history", "5000", "--pools", "web=4")
+                          "--bookmark-interval", "1", "--pools", "web=4")
             stack.celery()
             stack.start("pools", [sys.executable, "manage.py", "pools"])
             yield stack, redis

@@ -148,20 +148,36 @@ def test_client_watch_without_timeout_comes_back_after_a_drop(sim, v1):
     assert seen.empty()
 
 
-def test_history_ring_overflow_makes_old_versions_expire(small_cluster):
-    from simcluster import SimCluster
-    with SimCluster(cluster=small_cluster, kubelet=False, history=20) as sim:
-        raw = Raw(sim.url)
-        rv = sim.resource_version
-        for i in range(30):
-            raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body(f"h{i}"))
+def test_history_is_compacted_by_time_one_interval_behind(sim):
+    # kube-apiserver's compactor: each tick compacts to the version noted at the tick
+    # before, however many events came between (captures 36, 95, 99: 410 only then)
+    raw = Raw(sim.url)
+    listed = sim.resource_version
+    for i in range(30):
+        raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body(f"h{i}"))
+    assert sim.compactor.tick() == 0             # nothing noted yet: nothing compacted
+    noted = sim.resource_version
+    raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body("after-tick"))
+
+    def watch_types(rv):
         _, body = raw.call("GET", f"/api/v1/pods?watch=true&resourceVersion={rv}"
-                                  "&timeoutSeconds=5")
-        event = orjson.loads(body)
-        assert event["type"] == "ERROR" and event["object"]["code"] == 410
-        _, body = raw.call("GET", f"/api/v1/pods?watch=true&resourceVersion="
-                                  f"{sim.resource_version - 5}&timeoutSeconds=1")
-        assert [orjson.loads(line)["type"] for line in body.splitlines()] == ["ADDED"] * 5
+                                  "&timeoutSeconds=1")
+        return [orjson.loads(line)["type"] for line in body.splitlines()]
+
+    assert watch_types(listed) == ["ADDED"] * 31   # 31 events on: all kept
+    assert sim.compactor.tick() == noted
+    assert watch_types(listed) == ["ERROR"]        # before the compacted version: 410
+    assert watch_types(noted) == ["ADDED"]         # after it: kept
+
+
+def test_the_cluster_compacts_on_its_own_every_interval(small_cluster):
+    from simcluster import SimCluster
+    with SimCluster(cluster=small_cluster, kubelet=False, compaction_interval=0.05) as sim:
+        raw = Raw(sim.url)
+        raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body("c0"))
+        wait_for(lambda: sim.store.resources["pods"].compacted_rv >= sim.resource_version,
+                 10, "two compactions")
+        assert sim.store.resources["pods"].events == []
 
 
 def test_churn_steps_create_bind_delete_and_update(sim):

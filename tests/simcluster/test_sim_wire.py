@@ -180,3 +180,30 @@ def test_client_style_bodies_without_content_type_are_accepted(sim):
     resp = conn.getresponse()
     assert resp.status == 201 and orjson.loads(resp.read())["metadata"]["name"] == "no-ct"
     conn.close()
+
+
+def test_watch_list_streams_the_state_then_says_so_then_watches(sim, raw):
+    # capture 58: sendInitialEvents=true&resourceVersionMatch=NotOlderThan answers an
+    # ADDED per object, then a BOOKMARK annotated k8s.io/initial-events-end, then changes
+    raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body("wl-1"))
+    names = [p["metadata"]["name"] for p in sim.pods("default")]
+    query = ("allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"
+             "&sendInitialEvents=true&timeoutSeconds=1&watch=true")
+    conn, resp = raw.request("GET", f"/api/v1/namespaces/default/pods?{query}")
+    lines = [resp.readline()]   # http.client de-chunks: one event a line
+    while orjson.loads(lines[-1])["type"] != "BOOKMARK":
+        lines.append(resp.readline())
+    raw.call("POST", "/api/v1/namespaces/default/pods", pending_pod_body("wl-2"))
+    rest = resp.read().splitlines(keepends=True)
+    conn.close()
+
+    *added, end = lines
+    assert [orjson.loads(line)["type"] for line in added] == ["ADDED"] * len(names)
+    assert [orjson.loads(line)["object"]["metadata"]["name"] for line in added] == names
+    want = capture("58-watch-pods-sendInitialEvents.jsonl").splitlines(keepends=True)[-1]
+    assert re.sub(rb'"resourceVersion":"\d+"', b"RV", end) == \
+        re.sub(rb'"resourceVersion":"\d+"', b"RV", want)
+    assert orjson.loads(end)["object"]["metadata"]["resourceVersion"] == \
+        orjson.loads(added[-1])["object"]["metadata"]["resourceVersion"]   # wl-1: the latest
+    assert [(e["type"], e["object"]["metadata"].get("name")) for e in map(orjson.loads, rest)
+            if e["type"] != "BOOKMARK"] == [("ADDED", "wl-2")]

@@ -16,6 +16,7 @@ from tests.dashboard.feedhelpers import (
     WAIT,
     GatedSleep,
     RecordingApi,
+    Running,
     cluster_state,
     item_form,
     make_sim,
@@ -58,23 +59,160 @@ def test_a_label_selector_narrows_the_list(sim, v1):
     assert [p["metadata"]["name"] for p in relisted.items] == [name["name"]]
 
 
-def test_expired_continue_token_restarts_the_list(sim, v1):
-    victim = sim.pods()[-1]["metadata"]
-
-    def change_then_compact():  # between page 1 and page 2: the token's version is gone
+def _change_then_compact(sim, v1, victim, gone):
+    """Between page 1 and page 2: a pod changes, one goes, and the token's version is
+    compacted away (capture 99: the next page answers 410)."""
+    def hook():
         v1.patch_namespaced_pod(victim["name"], victim["namespace"],
                                 {"metadata": {"labels": {"late": "yes"}}})
+        v1.delete_namespaced_pod(gone["name"], gone["namespace"])
         sim.compact()
+    return hook
 
-    api = RecordingApi(sim.api_client(), after_first_page=change_then_compact)
+
+def test_expired_continue_token_is_followed_by_one_full_list(sim, v1):
+    # client-go's pager (FullListIfExpired): not page 1 again, one unpaged list at the
+    # latest version, which no compaction can expire
+    victim, gone = sim.pods()[-1]["metadata"], unbound_pods(sim)[0]["metadata"]
+    api = RecordingApi(sim.api_client(), after_first_page=_change_then_compact(sim, v1, victim,
+                                                                               gone))
     r = Reflector(api, "pods", lambda item: None, page_size=10)
     relisted = r.list_once()
 
-    assert [c["status"] for c in api.calls[:3]] == [200, 410, 200]
-    assert api.calls[1]["continue"] and api.calls[2]["continue"] is None  # from scratch
-    assert r.stats["list_restarts"] == 1 and r.stats["lists"] == 1
-    assert relisted.items == sim.pods()
+    assert [c["status"] for c in api.calls] == [200, 410, 200]
+    assert api.calls[1]["continue"]
+    assert api.calls[2] == {"limit": None, "continue": None, "status": 200}
+    assert r.stats["full_lists"] == 1 and r.stats["lists"] == 1
+    assert relisted.items == sim.pods()           # the cache equals the cluster
+    assert relisted.resource_version == str(sim.resource_version)
     assert relisted.items[-1]["metadata"]["labels"]["late"] == "yes"
+
+
+def test_expired_continue_token_streams_the_full_list_as_a_fresh_first_page(sim, v1):
+    victim, gone = sim.pods()[-1]["metadata"], unbound_pods(sim)[0]["metadata"]
+    got = []
+    api = RecordingApi(sim.api_client(), after_first_page=_change_then_compact(sim, v1, victim,
+                                                                               gone))
+    r = Reflector(api, "pods", got.append, page_size=10, stream_pages=True)
+    r.list_once()
+    assert [p.first for p in got] == [True, True]   # the second replaces the first
+    assert len(got[0].items) == 10 and got[1].items == sim.pods()
+    assert gone["uid"] in {p["metadata"]["uid"] for p in got[0].items}
+
+
+class ChurnBetweenPages(RecordingApi):
+    """After every list request the cluster changes; after every page it also compacts,
+    so no continue token outlives its page (a first list slower than the server keeps
+    history)."""
+
+    def __init__(self, sim, api_client):
+        super().__init__(api_client)
+        self.sim = sim
+
+    def _record(self, method, kw):
+        try:
+            return super()._record(method, kw)
+        finally:
+            if not kw.get("watch"):
+                for _ in range(5):
+                    self.sim.churn.step()
+                if kw.get("limit"):
+                    self.sim.compact()
+
+
+def test_the_first_list_finishes_under_churn_that_outruns_every_continue_token(running, sim):
+    # Restarting from page 1 never ended here (issue 26); one full list does.
+    sim.churn.update(scheduler=True)
+    api = ChurnBetweenPages(sim, sim.api_client())
+    r, rec = running.start(api=api, page_size=4)
+    assert [c["status"] for c in api.calls] == [200, 410, 200]
+    assert api.calls[2]["limit"] is None
+    assert r.stats["lists"] == 1 and r.stats["full_lists"] == 1
+    rec.wait_mirrors(sim)      # the changes after the full list came through the watch
+
+
+def test_watch_list_lists_through_the_watch_then_watches_on(running, sim, v1):
+    api = RecordingApi(sim.api_client())
+    r, rec = running.start(api=api, watch_list=True, page_size=4)
+    assert api.calls == []                       # no list request at all
+    assert r.stats["watch_lists"] == 1 and r.stats["lists"] == 1 and r.stats["watches"] == 1
+    relisted = rec.relists[0]
+    assert [item_form(o) for o in relisted.items] == sim.pods()
+    assert relisted.resource_version == str(sim.resource_version)
+    v1.create_namespaced_pod("default", pod_body("after-the-list"))
+    rec.wait_for(lambda rec: rec.events_for("after-the-list"), "the watch after the list")
+    assert r.stats["watches"] == 1               # the same stream
+    rec.wait_mirrors(sim)
+
+
+def test_watch_list_pages_reach_the_sink_as_a_list_would(sim):
+    got = []
+    r = Reflector(client.CoreV1Api(sim.api_client()), "pods", got.append, page_size=4,
+                  stream_pages=True, watch_list=True)
+    thread = r.start()
+    try:
+        wait_reflector(r, lambda r: r.stats["watch_lists"] == 1, "the watch-list")
+    finally:
+        r.stop()
+        thread.join(WAIT)
+    pages, (relisted,) = got[:-1], got[-1:]
+    assert all(isinstance(p, ListPage) and len(p.items) <= 4 for p in pages)
+    assert [p.first for p in pages] == [True] + [False] * (len(pages) - 1)
+    assert [item_form(o) for p in pages for o in p.items] == sim.pods()
+    assert isinstance(relisted, Relisted) and relisted.items == []
+    assert relisted.resource_version == str(sim.resource_version)
+
+
+def test_watch_list_under_churn_and_compaction_makes_the_mirror_the_cluster(feed_cluster):
+    with make_sim(feed_cluster, churn=200, scheduler=True, compaction_interval=0.05) as sim:
+        running = Running(sim)
+        try:
+            r, rec = running.start(watch_list=True, page_size=4)
+            rec.wait_for(lambda rec: len(rec.watched) > 20, "changes after the list")
+            sim.churn.update(rate=0)
+            rec.wait_mirrors(sim)
+            assert r.stats["watch_lists"] >= 1
+            assert sim.store.resources["pods"].compacted_rv > 0   # compacted meanwhile
+        finally:
+            running.stop_all()
+
+
+def test_a_server_refusing_the_watch_list_is_listed_in_pages(scripted):
+    script, api = scripted
+    script.watch_status, script.watch_body = 400, b'{"kind":"Status","code":400}'
+    rec = []
+    r = Reflector(api, "pods", rec.append, watch_list=True, rand=lambda: 0.0)
+    thread = r.start()
+    try:
+        wait_reflector(r, lambda r: r.stats["lists"] == 1, "the paged list")
+    finally:
+        r.stop()
+        thread.join(WAIT)
+    assert r.watch_list is False and r.stats["watch_lists"] == 0
+    assert isinstance(rec[0], Relisted)
+
+
+def test_a_server_ignoring_the_watch_list_is_listed_in_pages(scripted):
+    # a server older than the watch-list sends the ADDED events of a watch without a
+    # version and never the initial-events-end bookmark, until timeoutSeconds
+    script, api = scripted
+    pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u1", "resourceVersion": "9"}}
+    script.list_items = [pod]
+    script.watch_chunks = [orjson.dumps({"type": "ADDED", "object": pod}) + b"\n"]
+    ticks = iter(range(0, 10**6, 100))          # every look at the clock: 100 s later
+    rec = []
+    r = Reflector(api, "pods", rec.append, watch_list=True, watch_timeout=60,
+                  clock=lambda: next(ticks), rand=lambda: 0.0)
+    thread = r.start()
+    try:
+        wait_reflector(r, lambda r: r.stats["lists"] == 1, "the paged list")
+    finally:
+        r.stop()
+        thread.join(WAIT)
+    assert r.watch_list is False and r.stats["watch_lists"] == 0
+    assert rec[0] == Relisted("pods", [pod], "10")
+    assert "sendInitialEvents=true" in script.requests[0]
+    assert "watch" not in script.requests[1]
 
 
 def test_run_emits_the_list_first(running, sim):

@@ -78,3 +78,22 @@ def test_a_cluster_without_gpus_gets_only_the_waiting_job():
             assert demo_scenes.stage(client.CoreV1Api(api_client)) == ["demo-train-64-gpus"]
         finally:
             api_client.close()
+
+
+def test_free_gpus_reads_both_lists_a_page_at_a_time(sim, monkeypatch):
+    # the supervisor never parses every pod at once (issue 26: one unpaged list of
+    # 600,000 assigned pods took 3.5 GB); a finished pod frees its GPUs
+    from tests.dashboard.feedhelpers import RecordingApi
+    done = make_pod("done", node_name="gpu-2", uid="uid-done", requests={GPU: "5"},
+                    tolerations=[{"key": GPU, "operator": "Exists"}])
+    done["status"]["phase"] = "Succeeded"
+    sim.api.insert("pods", done)
+    monkeypatch.setattr(demo_scenes, "PAGE_SIZE", 1)
+    api_client = sim.api_client()
+    try:
+        api = RecordingApi(api_client)
+        assert demo_scenes.free_gpus(api) == ("gpu-2", 6)
+    finally:
+        api_client.close()
+    assert len(api.calls) == len(NODES) + len(BUSY) + 1   # one object a page
+    assert all(call["limit"] == 1 for call in api.calls)

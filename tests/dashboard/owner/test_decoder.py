@@ -23,7 +23,7 @@ from dashboard.owner.decoder import (
     digest_pod,
 )
 from dashboard.owner.owner import CacheOwner
-from tests.dashboard.feedhelpers import WAIT, core_api_at
+from tests.dashboard.feedhelpers import WAIT, core_api_at, item_form, make_sim
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -79,14 +79,19 @@ def synced(owner, sim):
                 and set(owner.cache.pod_keys()) == bound(sim), "the first lists")
 
 
-def test_the_owner_syncs_and_follows_the_cluster_through_the_decoder(sim, v1, decoded):
-    owner, decoder = decoded()
+@pytest.mark.parametrize("watch_list", [False, True], ids=["paged list", "watch-list"])
+def test_the_owner_syncs_and_follows_the_cluster_through_the_decoder(sim, v1, decoded,
+                                                                     watch_list):
+    owner, decoder = decoded(options={"watch_timeout": 60, "watch_list": watch_list,
+                                      "page_size": 7})
     synced(owner, sim)
+    assert decoder.views["pods"].stats["watch_lists"] == int(watch_list)
     assert set(owner.pending) == unbound(sim)
     assert sorted(owner.cache.node_names()) == sorted(n["metadata"]["name"] for n in sim.nodes())
     one = next(p for p in sim.pods() if p["spec"].get("nodeName"))
     cached, direct = owner.cache.pod_info(uid(one)), make_pod_info(one)
-    assert (cached.requested, cached.labels, cached.pod) == \
+    # (a watch's objects, the watch-list's included, carry kind and apiVersion)
+    assert (cached.requested, cached.labels, item_form(cached.pod)) == \
         (direct.requested, direct.labels, direct.pod)
 
     meta = one["metadata"]
@@ -135,7 +140,9 @@ def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
     assert set(next(iter(lists.nodes))) == {"metadata", "status"}
 
     request = list_for_comparison(decoder, threading.Event())   # the owner's lister
-    owner.apply(request)
+    owner.apply(request)     # compared off the owner's thread: the outcome joins the feed
+    wait_for(lambda: (owner.drain_feed(wait=0.05), owner.latest_report)[1], WAIT,
+             "the comparison's outcome")
     assert owner.latest_report.clean, owner.latest_report.as_dict()
     # A pod bound behind the cache's back is drift the cut-down lists still show.
     meta = next(p for p in sim.pods() if not p["spec"].get("nodeName"))["metadata"]
@@ -282,3 +289,23 @@ def test_records_reach_the_cache_paged_and_watched():
     assert [p["metadata"]["name"] for p in restored] == ["waiting"]
     assert restored[0]["metadata"]["annotations"] == waiting["metadata"]["annotations"]
     assert owner.pending[uid(waiting)]["metadata"]["annotations"][BIND_INFO]
+
+
+@pytest.mark.parametrize("watch_list", [False, True], ids=["paged list", "watch-list"])
+def test_the_first_list_under_churn_and_compaction_syncs_the_owner(feed_cluster, watch_list):
+    # issue 26: a first list that outlives the server's history still ends, and the cache
+    # then equals the cluster (pages of 5 objects, history compacted every 0.1 s)
+    with make_sim(feed_cluster, churn=200, scheduler=True, compaction_interval=0.1) as sim:
+        owner = CacheOwner(Cache(ttl=30))
+        decoder = DecoderProcess(owner.feed.put, functools.partial(core_api_at, sim.url),
+                                 options={"watch_timeout": 60, "watch_list": watch_list,
+                                          "page_size": 5}).start()
+        try:
+            apply_until(owner, lambda: all(owner.synced.values()), "the first lists")
+            sim.churn.update(rate=0)
+            apply_until(owner, lambda: set(owner.cache.pod_keys()) == bound(sim)
+                        and set(owner.pending) == unbound(sim), "the cache to equal the cluster")
+            assert sim.store.resources["pods"].compacted_rv > 0
+        finally:
+            decoder.stop()
+        assert not decoder.process.is_alive()

@@ -1,11 +1,14 @@
 """The cache owner, driven item by item: what the watch and the lists feed it, what
 commands it takes, and the rows and history it writes (through the real writer thread,
 into the real database)."""
+import threading
+
 import pytest
 
 from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
+import dashboard.owner.comparing as comparing_module
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareRequest
@@ -58,6 +61,8 @@ def uid(p):
 def feed(owner, *items):
     for item in items:
         owner.apply(item)
+        if type(item) is CompareRequest:   # compared off the owner's thread: the outcome
+            owner.apply(owner.feed.get(timeout=10))   # comes back on the feed
 
 
 def flushed(owner, writer):
@@ -231,6 +236,31 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
     # The same cache against lists taken after those changes would show real drift.
     feed(owner, CompareRequest(nodes("n1"), [listed_a], "50"))
     assert not owner.latest_report.clean
+
+
+def test_a_comparison_runs_off_the_owners_thread(owner, monkeypatch):
+    # the owner keeps applying the watch while a long comparison runs (issue 26: one on
+    # the owner's thread held reap commands 6.6 s and lost the lease)
+    started, release = threading.Event(), threading.Event()
+    real = comparing_module.compare_dump
+
+    def slow_compare(*args):
+        started.set()
+        assert release.wait(10), "the test never released the comparison"
+        return real(*args)
+    monkeypatch.setattr(comparing_module, "compare_dump", slow_compare)
+    a = pod("a", "n1")
+    synced(owner, nodes("n1"), [a])
+    owner.apply(CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    assert started.wait(10)
+    owner.apply(watched("pods", "ADDED", pod("b", "n1", resource_version="40")))
+    assert owner.cache.pod_info(uid(pod("b", "n1"))) is not None   # applied meanwhile
+    owner.comparer.lister = lambda: pytest.fail("a second comparison started")
+    assert owner.comparer.start()["started"] is False    # one at a time
+    assert owner.latest_report is None and owner.feed.empty()
+    release.set()
+    owner.apply(owner.feed.get(timeout=10))
+    assert owner.latest_report.missed_pods == [uid(pod("missed", "n1"))]
 
 
 def test_a_large_backlog_of_rows_is_written_over_several_flushes(owner, writer, monkeypatch):
