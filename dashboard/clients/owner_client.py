@@ -83,6 +83,12 @@ def get_node(name: str, *, timeout: float = TIMEOUT) -> dict:
     return send("get_node", {"name": name}, timeout=timeout)
 
 
+def diagnose(uid: str, *, timeout: float = TIMEOUT) -> dict:
+    """Why the pending pod is not running (scheduling.diagnosis, with `computed_at_seq`);
+    404 for a pod the owner neither holds nor tracks, 409 for one that is not pending."""
+    return send("diagnose", {"uid": uid}, timeout=timeout)
+
+
 def extender_statuses(args: dict, *, timeout: float = TIMEOUT) -> dict:
     """A page of the extender's pod schedule statuses: args limit, offset, state."""
     return send("extender_statuses", args, timeout=timeout)

@@ -5,6 +5,8 @@ Each command that changes the cache checks what it names and calls a door of
 a person or a tool); a refusal (CommandError) changes nothing.
 """
 from schedcache import CacheError
+from scheduling.diagnosis import diagnose
+from scheduling.noderecords import LiveRecords
 
 from dashboard.owner.commands import CommandError
 
@@ -29,12 +31,15 @@ class CommandHandlers:
         self.cache = owner.cache
         self.changes = owner.changes
         self.applier = owner.applier
+        # The diagnosis's own records of the cache: they move only when a diagnosis is
+        # asked for, apart from the algorithm's, which move with every filter call.
+        self.diagnosis_records = LiveRecords(owner.cache)
 
     def handlers(self) -> dict:
         return {"assume": self.assume, "finish_binding": self.finish_binding,
                 "forget": self.forget, "expire": self.expire, "reap": self.reap,
                 "compare": self.compare, "get_pod": self.get_pod, "get_node": self.get_node,
-                "status": self.status}
+                "diagnose": self.diagnose, "status": self.status}
 
     def assume(self, args, actor):
         """A pending pod assumed on a node, checked by the algorithm's filters unless
@@ -112,6 +117,24 @@ class CommandHandlers:
         return {"uid": uid, "state": state, "pod": self.cache.get_pod(_ref(uid)),
                 "binding_finished": status[0] if status else None,
                 "deadline": status[1] if status else None}
+
+    def diagnose(self, args, actor):
+        """Why a pending pod is not running, as kube-scheduler would say it of the cache now
+        (scheduling.diagnosis: a dry run, nothing changes); 409 for a pod the cache holds,
+        404 for one the watch has not shown. Linear in the nodes (bench/diagnosis_bench.py),
+        so it holds the owner's loop for milliseconds."""
+        uid = args.get("uid")
+        if not isinstance(uid, str) or not uid:
+            raise CommandError(400, "diagnose needs the pod's uid")
+        state = self.cache.pod_state(_ref(uid))
+        if state is not None:
+            raise CommandError(409, f"pod {uid} is {state}, not pending: it has a node")
+        pod = self.applier.pending.get(uid)
+        if pod is None:
+            raise CommandError(404, f"pod {uid} is neither cached nor pending")
+        result = diagnose(pod, self.diagnosis_records).as_dict()
+        result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
+        return result
 
     def get_node(self, args, actor):
         """A node's images (name, size, nodes holding it): the read model only counts them."""

@@ -6,72 +6,28 @@ README describes), the case's pod is diagnosed, and the message must equal
 kube-scheduler's last FailedScheduling message: reason for reason, count for count,
 with the preemption part where it cannot help, and without one where it helps.
 """
-import copy
-import json
-from pathlib import Path
-
 import pytest
 
 from schedcache import Cache
 from scheduling import diagnosis as dx
 from scheduling.noderecords import LiveRecords
 from simcluster.generate import make_node, make_pod
-
-CASES = json.loads((Path(__file__).parent / "why_pending" / "cases.json").read_text())
-BY_NAME = {case["case"]: case for case in CASES["cases"]}
-# The recording names the priority classes, not their values: any low < high will do.
-PRIORITIES = {"low": 100, "high": 1000}
-
-
-def _node(recorded):
-    allocatable = recorded["allocatable"]
-    node = make_node(recorded["name"], zone=recorded["labels"]["topology.kubernetes.io/zone"],
-                     allocatable=allocatable, labels=recorded["labels"],
-                     taints=recorded["taints"] or None)
-    node["status"]["capacity"] = dict(allocatable)
-    if recorded["unschedulable"]:
-        node["spec"]["unschedulable"] = True
-    return node
-
-
-# The placed pods, as the README describes them.
-def _placed_pods():
-    small = {"cpu": "100m", "memory": "64Mi"}
-    return [
-        make_pod("port-holder", namespace="why", node_name="small-0", requests=small,
-                 host_ports=[8080], uid="uid-port-holder"),
-        *(make_pod(f"low-{i}", namespace="why", node_name="small-1",
-                   requests={"cpu": "1200m", "memory": "64Mi"}, labels={"team": "batch"},
-                   priority_class="low", priority=PRIORITIES["low"], uid=f"uid-low-{i}")
-          for i in range(3)),
-        make_pod("db-0", namespace="why", node_name="small-2", requests=small,
-                 labels={"role": "db"}, uid="uid-db-0"),
-        make_pod("tiny-filler", namespace="why", node_name="tiny-0", requests=small,
-                 uid="uid-tiny-filler"),
-    ]
+from tests.scheduling import why_pending as why
+from tests.scheduling.why_pending import BY_NAME, CASES, PRIORITIES
 
 
 def _cluster():
     cache = Cache(ttl=0)
     for recorded in CASES["nodes_before"]:
-        cache.add_node(_node(recorded))
-    for pod in _placed_pods():
+        cache.add_node(why.node(recorded))
+    for pod in why.placed_pods():
         cache.add_pod(pod)
     return cache, LiveRecords(cache)
 
 
-def _pending(case):
-    pod = copy.deepcopy(case["pod"])
-    pod["metadata"]["uid"] = f"uid-{pod['metadata']['name']}"
-    priority_class = pod["spec"].get("priorityClassName")
-    if priority_class:
-        pod["spec"]["priority"] = PRIORITIES[priority_class]   # as admission sets it
-    return pod
-
-
 def _diagnose(name):
     cache, live = _cluster()
-    return dx.diagnose(_pending(BY_NAME[name]), live)
+    return dx.diagnose(why.pending(BY_NAME[name]), live)
 
 
 def _filter_part(message):
@@ -123,7 +79,7 @@ def test_preemption_that_cannot_help_says_why_for_every_node():
 def test_the_same_pod_at_a_lower_priority_finds_no_victims():
     """preempt-helps without its priority: the low pods outrank it, nothing is evicted."""
     cache, live = _cluster()
-    pod = _pending(BY_NAME["preempt-helps"])
+    pod = why.pending(BY_NAME["preempt-helps"])
     pod["spec"]["priority"] = 0
     diagnosis = dx.diagnose(pod, live)
     assert not diagnosis.preemption["helps"]
@@ -134,7 +90,7 @@ def test_the_same_pod_at_a_lower_priority_finds_no_victims():
 
 def test_a_pod_that_never_preempts_says_so_as_kube_scheduler_would():
     cache, live = _cluster()
-    pod = _pending(BY_NAME["preempt-helps"])
+    pod = why.pending(BY_NAME["preempt-helps"])
     pod["spec"]["preemptionPolicy"] = "Never"
     diagnosis = dx.diagnose(pod, live)
     assert not diagnosis.preemption["eligible"]
@@ -189,7 +145,7 @@ def test_the_reasons_group_the_nodes_largest_group_first():
 def test_the_diagnosis_follows_the_cache_and_changes_nothing():
     """A dry run: the cache's generation does not move; a new node that fits is seen."""
     cache, live = _cluster()
-    pod = _pending(BY_NAME["preempt-helps"])
+    pod = why.pending(BY_NAME["preempt-helps"])
     generation = cache.generation
     assert not dx.diagnose(pod, live).fits
     assert cache.generation == generation and len(cache.node_info("small-1").pods) == 3
@@ -199,7 +155,7 @@ def test_the_diagnosis_follows_the_cache_and_changes_nothing():
 
 def test_no_nodes_at_all():
     live = LiveRecords(Cache(ttl=0))
-    diagnosis = dx.diagnose(_pending(BY_NAME["cpu"]), live)
+    diagnosis = dx.diagnose(why.pending(BY_NAME["cpu"]), live)
     assert diagnosis.message() == dx.NO_NODES and diagnosis.preemption is None
 
 
@@ -220,7 +176,7 @@ def test_a_placed_pods_anti_affinity_keeps_the_pod_out_of_its_zone():
                                "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
                                    {"labelSelector": {"matchLabels": {"app": "web"}},
                                     "topologyKey": "topology.kubernetes.io/zone"}]}}))
-    pod = _pending(BY_NAME["selector"])
+    pod = why.pending(BY_NAME["selector"])
     pod["spec"].pop("nodeSelector")
     pod["metadata"]["labels"] = {"app": "web"}
     nodes = {v.node: v for v in dx.diagnose(pod, live).verdicts}
@@ -233,7 +189,7 @@ def test_a_placed_pods_anti_affinity_keeps_the_pod_out_of_its_zone():
 def test_the_first_of_a_self_affine_group_may_go_anywhere():
     """Required affinity to its own labels while no pod matches: allowed (upstream's rule)."""
     cache, live = _cluster()
-    pod = _pending(BY_NAME["pod-affinity"])
+    pod = why.pending(BY_NAME["pod-affinity"])
     pod["metadata"]["labels"] = {"role": "cache"}
     diagnosis = dx.diagnose(pod, live)
     assert sorted(diagnosis.feasible) == ["small-0", "small-1", "small-2"]
