@@ -134,6 +134,10 @@ class CommandHandlers:
             raise CommandError(404, f"pod {uid} is neither cached nor pending")
         result = diagnose(pod, self.diagnosis_records).as_dict()
         result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
+        # kube-scheduler's own last word, to read beside ours (the cache keeps only a
+        # PodScheduled=False condition, see schedcache.podinfo)
+        conditions = (pod.get("status") or {}).get("conditions") or ()
+        result["kube_scheduler"] = conditions[0] if conditions else None
         return result
 
     def get_node(self, args, actor):

@@ -389,6 +389,14 @@ class DiagnosedPodOut(Schema):
     priority: int
 
 
+class SchedulerWordOut(Schema):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    lastTransitionTime: str = ""
+
+
 class DiagnosisOut(Schema):
     pod: DiagnosedPodOut
     message: str = Field(description="kube-scheduler's FailedScheduling message for the pod, "
@@ -405,6 +413,9 @@ class DiagnosisOut(Schema):
     preemption: PreemptionOut | None = Field(description="the dry run (null when it fits)")
     unchecked: list[str] = Field(description="what kube-scheduler checks and the cache cannot")
     computed_at_seq: int = Field(description="the owner's event number when computed")
+    kube_scheduler: SchedulerWordOut | None = Field(
+        description="kube-scheduler's own last word: the pod's PodScheduled=False condition "
+                    "(null when it has written none)")
     model_config = example({
         "pod": {"uid": "0c1d…", "namespace": "why", "name": "case-cpu", "priority": 0},
         "message": "0/7 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, "
@@ -421,7 +432,7 @@ class DiagnosisOut(Schema):
                    "details": ["Insufficient cpu: asks 64, 0.4 free of 4"], "resolvable": False,
                    "short": [{"resource": "cpu", "asks": 64000, "free": 400,
                               "allocatable": 4000}]}],
-        "closest": [], "unchecked": [], "computed_at_seq": 1234,
+        "closest": [], "unchecked": [], "computed_at_seq": 1234, "kube_scheduler": None,
         "preemption": {"eligible": True, "helps": False, "node": None, "victims": [],
                        "candidates": [],
                        "message": "preemption: 0/7 nodes are available: 7 Preemption is not "

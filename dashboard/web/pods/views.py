@@ -16,6 +16,7 @@ from dashboard.models import ACT_PERMISSION, NodeRecord, PodState
 from dashboard.web.pages import render_page
 from dashboard.web.pods import actions
 from dashboard.web.pods.action_preview import preview
+from dashboard.web.pods.diagnosis import pod_diagnosis
 from dashboard.web.pods.history import pod_history
 from dashboard.web.pods.query import (
     PER_PAGE,
@@ -143,6 +144,8 @@ def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
     spec, spec_note = pod_spec(uid, owner.live)
     can_act = request.user.has_perm(ACT_PERMISSION)
     state = context["history"].state
+    if state == PodState.PENDING:
+        context["diagnosis"], context["diagnosis_note"] = pod_diagnosis(uid, owner.live)
     context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
                    owner=owner, spec=spec, spec_note=spec_note, can_act=can_act,
                    actions=[(name, words, needs) for name, (_, words, _, needs)

@@ -31,6 +31,7 @@ def diagnose(owner, uid):
 def test_a_pending_pod_gets_kube_schedulers_message_from_the_owners_cache(owner):
     for name in ("cpu", "anti-affinity", "preempt-helps"):
         result = diagnose(owner, f"uid-case-{name}")
+        assert result["kube_scheduler"] is None     # the recorded pods, as created
         assert result["message"] == BY_NAME[name]["failed_scheduling"][-1], name
         assert result["computed_at_seq"] == owner.seq_base + owner.cache.event_seq
     helps = diagnose(owner, "uid-case-preempt-helps")["preemption"]
@@ -58,3 +59,17 @@ def test_what_is_not_a_pending_pod_is_refused(owner, args, status, words):
     with pytest.raises(CommandError) as refused:
         CommandHandlers(owner).diagnose(args, "alice")
     assert refused.value.status == status and words in refused.value.message
+
+
+def test_kube_schedulers_own_last_word_comes_with_it():
+    owner = CacheOwner(Cache(ttl=30))
+    case = BY_NAME["gpu-untolerated"]
+    pod = why.pending(case)
+    pod["status"] = {"phase": "Pending", "conditions": [case["pod_scheduled"]]}
+    for item in synced_items([why.node(n) for n in CASES["nodes_before"]],
+                             why.placed_pods() + [pod]):
+        owner.apply(item)
+    result = diagnose(owner, pod["metadata"]["uid"])
+    assert result["kube_scheduler"]["message"] == result["message"] \
+        == case["pod_scheduled"]["message"]
+    assert result["kube_scheduler"]["reason"] == "Unschedulable"
