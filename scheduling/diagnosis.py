@@ -20,9 +20,11 @@ inter-pod affinity the dry run evicts nothing (kube-scheduler might, when a
 victim is the pod that matched).
 """
 from dataclasses import dataclass, field
+from operator import attrgetter
 
 from . import predicates, preemption
-from .podaffinity import InterPodAffinity
+from .noderecords import LiveRecords
+from .podaffinity import InterPodAffinity, PlacedPods
 from .podview import PodView
 
 # kube-scheduler v1.36.2 counts every untolerated taint under one reason (the capture);
@@ -87,12 +89,23 @@ class _Fit:
     """NodeResourcesFit for one pod: its reasons, whether eviction could cure them (a
     request above the node's allocatable cannot be), and the amounts."""
 
+    # resource -> (the pod's attribute, the record's free attribute, allocatable's attribute)
+    _NATIVE = (("cpu", "milli_cpu", "free_cpu"), ("memory", "memory", "free_memory"),
+               ("ephemeral-storage", "ephemeral_storage", "free_ephemeral"))
+
     def __init__(self, view):
         self.view = view
-        self.asks = [(name, getattr(view, attr)) for name, attr in
-                     (("cpu", "milli_cpu"), ("memory", "memory"),
-                      ("ephemeral-storage", "ephemeral_storage"))]
-        self.asks.extend(view.scalars)
+        # (resource, asked, its Insufficient reason, asked as text, free of a record,
+        # allocatable of a record): worked out once per pod, not once per node
+        self.asks = []
+        for name, attr, free_attr in self._NATIVE:
+            asked = getattr(view, attr)
+            if asked:
+                self.asks.append((name, asked, predicates.insufficient(name), amount(name, asked),
+                                  attrgetter(free_attr), _allocatable_of(attr)))
+        for name, asked in view.scalars:
+            self.asks.append((name, asked, predicates.insufficient(name), amount(name, asked),
+                              _free_scalar(name), _allocatable_scalar(name)))
 
     def check(self, record):
         view = self.view
@@ -101,28 +114,34 @@ class _Fit:
         reasons = predicates.fit_reasons(view, record.free_pods, record.free_cpu,
                                          record.free_memory, record.free_ephemeral,
                                          record.free_scalars)
-        allocatable = record.info.allocatable
-        capacity = {"cpu": allocatable.milli_cpu, "memory": allocatable.memory,
-                    "ephemeral-storage": allocatable.ephemeral_storage}
-        record_free = {"cpu": record.free_cpu, "memory": record.free_memory,
-                       "ephemeral-storage": record.free_ephemeral}
         details, short, resolvable = [], [], True
-        if predicates.TOO_MANY_PODS in reasons:
-            pods = allocatable.allowed_pod_number
+        if reasons[0] == predicates.TOO_MANY_PODS:
+            pods = record.allocatable.allowed_pod_number
             details.append(f"{predicates.TOO_MANY_PODS}: {pods - record.free_pods} of {pods} "
                            f"pods placed")
             short.append({"resource": "pods", "asks": 1, "free": record.free_pods,
                           "allocatable": pods})
-        for name, asked in self.asks:
-            if predicates.insufficient(name) not in reasons:
+        for name, asked, reason, asked_text, free_of, allocatable_of in self.asks:
+            if reason not in reasons:
                 continue
-            cap = capacity.get(name, allocatable.scalar_resources.get(name, 0))
-            free = record_free.get(name, record.free_scalars.get(name, 0))
+            cap, free = allocatable_of(record), free_of(record)
             resolvable = resolvable and asked <= cap
-            details.append(f"{predicates.insufficient(name)}: asks {amount(name, asked)}, "
-                           f"{amount(name, free)} free of {amount(name, cap)}")
+            details.append(f"{reason}: asks {asked_text}, {amount(name, free)} free of "
+                           f"{amount(name, cap)}")
             short.append({"resource": name, "asks": asked, "free": free, "allocatable": cap})
         return NodeVerdict(record.name, "NodeResourcesFit", reasons, details, resolvable, short)
+
+
+def _allocatable_of(attr):
+    return lambda record: getattr(record.allocatable, attr)
+
+
+def _free_scalar(name):
+    return lambda record: record.free_scalars.get(name, 0)
+
+
+def _allocatable_scalar(name):
+    return lambda record: record.allocatable.scalar_resources.get(name, 0)
 
 
 def _shortness(verdict) -> float:
@@ -133,14 +152,14 @@ def _shortness(verdict) -> float:
 class Diagnosis:
     """One pending pod's diagnosis over one set of NodeRecords (see the module doc)."""
 
-    def __init__(self, pod, records, anti_affinity_nodes=()):
+    def __init__(self, pod, records, placed: PlacedPods):
         self.pod = pod
         self.view = PodView(pod)
         self.total = len(records.ordered)
         self.verdicts = []       # NodeVerdict of every refusing node, in NodeTree order
         self.feasible = []       # names of the nodes that take the pod
         self._records = records
-        self._affinity = InterPodAffinity(pod, records, anti_affinity_nodes)
+        self._affinity = InterPodAffinity(pod, records, placed)
         self._run()
         self.preemption = self._dry_run() if self.total and not self.feasible else None
 
@@ -294,8 +313,16 @@ def _grouped(outcome: dict) -> list:
             sorted(_histogram(outcome.values()).items(), key=lambda i: (-i[1], i[0]))]
 
 
-def diagnose(pod, live) -> Diagnosis:
-    """The diagnosis of `pod` (a Mapping) over `live` (noderecords.LiveRecords), refreshed."""
-    records = live.refresh()
-    return Diagnosis(pod, records,
-                     live.snapshot.have_pods_with_required_anti_affinity_node_info_list)
+class Diagnoser:
+    """Diagnoses pending pods over a cache: its own records of the cache and of the placed
+    pods, brought up to date at each diagnosis (only the nodes that changed)."""
+
+    def __init__(self, cache):
+        self.live = LiveRecords(cache)
+        self.placed = PlacedPods()
+
+    def diagnose(self, pod) -> Diagnosis:
+        """The diagnosis of `pod` (a Mapping) over the cache as it is now."""
+        records = self.live.refresh()
+        self.placed.refresh(records)
+        return Diagnosis(pod, records, self.placed)

@@ -37,7 +37,7 @@ def _priority(pod_info):
 class NodeRecord:
     __slots__ = ("name", "index", "generation", "parsed_generation", "info", "labels", "taints",
                  "taint_id", "unschedulable", "zone", "free_cpu", "free_memory",
-                 "free_ephemeral", "free_pods", "free_scalars",
+                 "free_ephemeral", "free_pods", "free_scalars", "allocatable",
                  "_priorities", "_by_priority")
 
     def __init__(self, info, index, parsed=None):
@@ -59,6 +59,7 @@ class NodeRecord:
             self.parsed_generation = parsed.parsed_generation
             self.labels, self.taints, self.taint_id = parsed.labels, parsed.taints, parsed.taint_id
             self.unschedulable, self.zone = parsed.unschedulable, parsed.zone
+        self.allocatable = allocatable     # a copy of its own (NodeInfo hands out copies)
         self.free_cpu = allocatable.milli_cpu - requested.milli_cpu
         self.free_memory = allocatable.memory - requested.memory
         self.free_ephemeral = allocatable.ephemeral_storage - requested.ephemeral_storage

@@ -17,6 +17,8 @@ names none and has no namespaceSelector; an empty namespaceSelector means every
 namespace. A namespaceSelector with labels would need the Namespace objects,
 which the cache does not hold: only the listed namespaces count then.
 """
+import marshal
+
 from .nodeaffinity import compile_expression
 
 AFFINITY = "node(s) didn't match pod affinity rules"
@@ -52,7 +54,7 @@ def compile_label_selector(selector):
 class Term:
     """One required PodAffinityTerm, compiled for the pod that carries it."""
 
-    __slots__ = ("topology_key", "namespaces", "selects")
+    __slots__ = ("topology_key", "namespaces", "selects", "lookup")
 
     def __init__(self, term, owner_namespace):
         self.topology_key = term.get("topologyKey") or ""
@@ -65,27 +67,153 @@ class Term:
             self.namespaces = frozenset((owner_namespace,))
         else:
             self.namespaces = names
-        self.selects = compile_label_selector(term.get("labelSelector"))
+        selector = term.get("labelSelector")
+        self.selects = compile_label_selector(selector)
+        self.lookup = _lookup(selector)
 
     def matches(self, namespace, labels) -> bool:
         return ((self.namespaces is None or namespace in self.namespaces)
                 and self.selects(labels or {}))
 
 
+def _lookup(selector):
+    """(key, values): a label every pod the selector selects carries with one of the
+    values (its first matchLabels entry or In expression), or None (then every pod must
+    be tried)."""
+    if not selector:
+        return None
+    for key, value in (selector.get("matchLabels") or {}).items():
+        return key, (value,)
+    for expression in selector.get("matchExpressions") or ():
+        if expression.get("operator") == "In":
+            return expression.get("key") or "", tuple(expression.get("values") or ())
+    return None
+
+
 def required_terms(spec, kind, namespace) -> tuple:
     """The compiled required terms of `kind` ("podAffinity" or "podAntiAffinity")."""
     affinity = ((spec.get("affinity") or {}).get(kind)) or {}
-    return tuple(Term(t, namespace) for t in
+    return tuple(_shared_term(t, namespace) for t in
                  (affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or ()))
 
 
+# Placed pods' anti-affinity terms, compiled once per pod version and shared by equal
+# terms (a workload's replicas carry the same): decoding every such pod on every
+# diagnosis would cost more than the whole filter pass (bench/diagnosis_bench.py).
+_MEMO_MAX = 100_000   # then start afresh, so pods long gone are not kept forever
+_terms = {}           # (namespace, frozen term) -> Term
+_placed_terms = {}    # (uid, resourceVersion) -> the placed pod's required anti-affinity
+
+
+def _shared_term(term, namespace) -> Term:
+    key = (namespace, marshal.dumps(term))
+    shared = _terms.get(key)
+    if shared is None:
+        if len(_terms) >= _MEMO_MAX:
+            _terms.clear()
+        shared = _terms[key] = Term(term, namespace)
+    return shared
+
+
+def placed_anti_affinity(info) -> tuple:
+    """The required anti-affinity terms of a placed pod (a schedcache PodInfo)."""
+    key = (info.key, info.resource_version)
+    terms = _placed_terms.get(key)
+    if terms is None:
+        if len(_placed_terms) >= _MEMO_MAX:
+            _placed_terms.clear()
+        terms = _placed_terms[key] = required_terms(info.pod.get("spec") or {},
+                                                    "podAntiAffinity", info.namespace)
+    return terms
+
+
+def _add(table, key, name, delta):
+    nodes = table.setdefault(key, {})
+    count = nodes.get(name, 0) + delta
+    if count:
+        nodes[name] = count
+    else:
+        del nodes[name]
+        if not nodes:
+            del table[key]
+
+
+class PlacedPods:
+    """What inter-pod affinity reads of the placed pods, kept node by node: a node's pods
+    are read again only when its generation moved, so a diagnosis does not walk every
+    pod of the cluster (bench/diagnosis_bench.py).
+
+    `groups`: (namespace, label items) -> {node: pods}; `anti`: a placed pod's required
+    anti-affinity Term -> {node: pods carrying it}."""
+
+    def __init__(self):
+        self.groups = {}
+        self.group_labels = {}   # group key -> its labels as a dict
+        self.by_label = {}       # (label key, value) -> {group key: None}, the groups with it
+        self.anti = {}
+        self._nodes = {}         # node -> (generation, its group keys, its Terms)
+
+    def candidates(self, term):
+        """The group keys that may match `term` (every group when it has no lookup)."""
+        if term.lookup is None:
+            return list(self.groups)
+        key, values = term.lookup
+        found = []
+        for value in values:
+            found.extend(self.by_label.get((key, value), ()))
+        return found
+
+    def refresh(self, records):
+        nodes = self._nodes
+        for record in records.ordered:
+            known = nodes.get(record.name)
+            if known is None or known[0] != record.generation:
+                self._replace(record.name, known, record)
+        if len(nodes) != len(records.ordered):
+            for name in [n for n in nodes if n not in records.by_name]:
+                self._replace(name, nodes[name], None)
+
+    def _replace(self, name, known, record):
+        if known is not None:
+            for key in known[1]:
+                _add(self.groups, key, name, -1)
+                if key not in self.groups:
+                    self._forget_group(key)
+            for term in known[2]:
+                _add(self.anti, term, name, -1)
+        if record is None:
+            del self._nodes[name]
+            return
+        keys, terms = [], []
+        for info in record.info.pods:
+            key = (info.namespace, tuple(sorted(info.labels.items())) if info.labels else ())
+            if key not in self.group_labels:
+                self.group_labels[key] = dict(key[1])
+                for pair in key[1]:
+                    self.by_label.setdefault(pair, {})[key] = None
+            keys.append(key)
+            _add(self.groups, key, name, 1)
+        for info in record.info.pods_with_required_anti_affinity:
+            for term in placed_anti_affinity(info):
+                terms.append(term)
+                _add(self.anti, term, name, 1)
+        self._nodes[name] = (record.generation, keys, terms)
+
+
+    def _forget_group(self, key):
+        del self.group_labels[key]
+        for pair in key[1]:
+            groups = self.by_label[pair]
+            del groups[key]
+            if not groups:
+                del self.by_label[pair]
+
+
 class InterPodAffinity:
-    """The filter for one pending pod over one set of NodeRecords (counted once here).
+    """The filter for one pending pod over NodeRecords and their PlacedPods (counted once
+    here, by the groups of equal pods rather than pod by pod)."""
 
-    `anti_affinity_nodes`: the NodeInfos holding pods with required anti-affinity (the
-    snapshot's have_pods_with_required_anti_affinity_node_info_list)."""
-
-    def __init__(self, pod, records, anti_affinity_nodes):
+    def __init__(self, pod, records, placed: PlacedPods):
         metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         namespace = metadata.get("namespace") or ""
         self.labels = metadata.get("labels") or {}
@@ -94,37 +222,32 @@ class InterPodAffinity:
         self.affinity_counts = {}        # (topology key, value) -> pods matching every term
         self.anti_affinity_counts = {}   # (topology key, value) -> pods matching a term
         self.existing_counts = {}        # (topology key, value) -> placed pods refusing this one
+        by_name = records.by_name
         if self.affinity or self.anti_affinity:
-            self._count_pods(records)
-        self._count_existing(records, anti_affinity_nodes, namespace)
+            self._count_pods(placed, by_name)
+        for term, nodes in placed.anti.items():
+            if term.matches(namespace, self.labels):
+                _count_on(self.existing_counts, term.topology_key, nodes, by_name)
         self.self_affine = all(t.matches(namespace, self.labels) for t in self.affinity)
 
     @property
     def active(self) -> bool:
         return bool(self.affinity or self.anti_affinity or self.existing_counts)
 
-    def _count_pods(self, records):
-        affinity, anti_affinity = self.affinity, self.anti_affinity
-        for record in records.ordered:
-            labels = record.labels
-            for info in record.info.pods:
-                if affinity and all(t.matches(info.namespace, info.labels) for t in affinity):
+    def _count_pods(self, placed, by_name):
+        """Only the groups a term's lookup finds are tried (PlacedPods.candidates)."""
+        affinity, groups, labels_of = self.affinity, placed.groups, placed.group_labels
+        if affinity:
+            for key in placed.candidates(affinity[0]):
+                if all(t.matches(key[0], labels_of[key]) for t in affinity):
                     for term in affinity:
-                        _count(self.affinity_counts, term.topology_key, labels)
-                for term in anti_affinity:
-                    if term.matches(info.namespace, info.labels):
-                        _count(self.anti_affinity_counts, term.topology_key, labels)
-
-    def _count_existing(self, records, anti_affinity_nodes, namespace):
-        by_name = records.by_name
-        for node_info in anti_affinity_nodes:
-            record = by_name.get(node_info.name)
-            labels = record.labels if record is not None else {}
-            for placed in node_info.pods_with_required_anti_affinity:
-                spec = placed.pod.get("spec") or {}
-                for term in required_terms(spec, "podAntiAffinity", placed.namespace):
-                    if term.matches(namespace, self.labels):
-                        _count(self.existing_counts, term.topology_key, labels)
+                        _count_on(self.affinity_counts, term.topology_key, groups[key],
+                                  by_name)
+        for term in self.anti_affinity:
+            for key in placed.candidates(term):
+                if term.matches(key[0], labels_of[key]):
+                    _count_on(self.anti_affinity_counts, term.topology_key, groups[key],
+                              by_name)
 
     def check(self, record):
         """(reason, resolvable) of the first check the node fails, or (None, True)."""
@@ -151,8 +274,11 @@ class InterPodAffinity:
         return found or (not self.affinity_counts and self.self_affine)
 
 
-def _count(counts, key, labels):
-    value = labels.get(key)
-    if value is not None:
-        pair = (key, value)
-        counts[pair] = counts.get(pair, 0) + 1
+def _count_on(counts, key, nodes, by_name):
+    """Count `nodes` ({node: pods}) under their (key, value of the node's label key)."""
+    for name, pods in nodes.items():
+        record = by_name.get(name)
+        value = record.labels.get(key) if record is not None else None
+        if value is not None:
+            pair = (key, value)
+            counts[pair] = counts.get(pair, 0) + pods

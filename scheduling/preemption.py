@@ -123,9 +123,16 @@ def select_victims(pod, record):
 def refusals_without_victims(pod, record) -> list:
     """Why the node still refuses `pod` once every pod of lower priority is gone (the
     dry run's verdict on a node where no set of victims helps); [] when it would fit."""
+    count = record.count_below(pod.priority)
+    pods, cpu, memory, ephemeral = record.removal_sums()
+    if not pod.scalars and not pod.host_ports:
+        # The running sums give what is free once they are gone, without a room.
+        return predicates.fit_reasons(pod, record.free_pods + count,
+                                      record.free_cpu + cpu[count],
+                                      record.free_memory + memory[count],
+                                      record.free_ephemeral + ephemeral[count], {})
     room = _Room(pod, record)
-    pods = record.removal_sums()[0]
-    for candidate in pods[:record.count_below(pod.priority)]:
+    for candidate in pods[:count]:
         room.take_off(candidate)
     return room.refusals()
 

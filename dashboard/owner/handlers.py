@@ -5,8 +5,7 @@ Each command that changes the cache checks what it names and calls a door of
 a person or a tool); a refusal (CommandError) changes nothing.
 """
 from schedcache import CacheError
-from scheduling.diagnosis import diagnose
-from scheduling.noderecords import LiveRecords
+from scheduling.diagnosis import Diagnoser
 
 from dashboard.owner.commands import CommandError
 
@@ -33,7 +32,7 @@ class CommandHandlers:
         self.applier = owner.applier
         # The diagnosis's own records of the cache: they move only when a diagnosis is
         # asked for, apart from the algorithm's, which move with every filter call.
-        self.diagnosis_records = LiveRecords(owner.cache)
+        self.diagnoser = Diagnoser(owner.cache)
 
     def handlers(self) -> dict:
         return {"assume": self.assume, "finish_binding": self.finish_binding,
@@ -132,7 +131,7 @@ class CommandHandlers:
         pod = self.applier.pending.get(uid)
         if pod is None:
             raise CommandError(404, f"pod {uid} is neither cached nor pending")
-        result = diagnose(pod, self.diagnosis_records).as_dict()
+        result = self.diagnoser.diagnose(pod).as_dict()
         result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
         # kube-scheduler's own last word, to read beside ours (the cache keeps only a
         # PodScheduled=False condition, see schedcache.podinfo)

@@ -10,7 +10,6 @@ import pytest
 
 from schedcache import Cache
 from scheduling import diagnosis as dx
-from scheduling.noderecords import LiveRecords
 from simcluster.generate import make_node, make_pod
 from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES, PRIORITIES
@@ -22,12 +21,12 @@ def _cluster():
         cache.add_node(why.node(recorded))
     for pod in why.placed_pods():
         cache.add_pod(pod)
-    return cache, LiveRecords(cache)
+    return cache, dx.Diagnoser(cache)
 
 
 def _diagnose(name):
-    cache, live = _cluster()
-    return dx.diagnose(why.pending(BY_NAME[name]), live)
+    cache, diagnoser = _cluster()
+    return diagnoser.diagnose(why.pending(BY_NAME[name]))
 
 
 def _filter_part(message):
@@ -78,10 +77,10 @@ def test_preemption_that_cannot_help_says_why_for_every_node():
 
 def test_the_same_pod_at_a_lower_priority_finds_no_victims():
     """preempt-helps without its priority: the low pods outrank it, nothing is evicted."""
-    cache, live = _cluster()
+    cache, diagnoser = _cluster()
     pod = why.pending(BY_NAME["preempt-helps"])
     pod["spec"]["priority"] = 0
-    diagnosis = dx.diagnose(pod, live)
+    diagnosis = diagnoser.diagnose(pod)
     assert not diagnosis.preemption["helps"]
     assert diagnosis.message().endswith(
         "preemption: 0/7 nodes are available: 1 No preemption victims found for incoming pod, "
@@ -89,10 +88,10 @@ def test_the_same_pod_at_a_lower_priority_finds_no_victims():
 
 
 def test_a_pod_that_never_preempts_says_so_as_kube_scheduler_would():
-    cache, live = _cluster()
+    cache, diagnoser = _cluster()
     pod = why.pending(BY_NAME["preempt-helps"])
     pod["spec"]["preemptionPolicy"] = "Never"
-    diagnosis = dx.diagnose(pod, live)
+    diagnosis = diagnoser.diagnose(pod)
     assert not diagnosis.preemption["eligible"]
     assert diagnosis.message().endswith(
         "no new claims to deallocate, preemption: not eligible due to preemptionPolicy=Never.")
@@ -144,18 +143,18 @@ def test_the_reasons_group_the_nodes_largest_group_first():
 
 def test_the_diagnosis_follows_the_cache_and_changes_nothing():
     """A dry run: the cache's generation does not move; a new node that fits is seen."""
-    cache, live = _cluster()
+    cache, diagnoser = _cluster()
     pod = why.pending(BY_NAME["preempt-helps"])
     generation = cache.generation
-    assert not dx.diagnose(pod, live).fits
+    assert not diagnoser.diagnose(pod).fits
     assert cache.generation == generation and len(cache.node_info("small-1").pods) == 3
     cache.add_node(make_node("small-1b", labels={"kubernetes.io/hostname": "small-1"}))
-    assert dx.diagnose(pod, live).feasible == ["small-1b"]
+    assert diagnoser.diagnose(pod).feasible == ["small-1b"]
 
 
 def test_no_nodes_at_all():
-    live = LiveRecords(Cache(ttl=0))
-    diagnosis = dx.diagnose(why.pending(BY_NAME["cpu"]), live)
+    diagnoser = dx.Diagnoser(Cache(ttl=0))
+    diagnosis = diagnoser.diagnose(why.pending(BY_NAME["cpu"]))
     assert diagnosis.message() == dx.NO_NODES and diagnosis.preemption is None
 
 
@@ -169,7 +168,7 @@ def test_amounts_read_as_a_person_writes_them(resource, value, text):
 def test_a_placed_pods_anti_affinity_keeps_the_pod_out_of_its_zone():
     """db-0 (small-2, zone-c) refusing app=web in its zone: zone-c's schedulable nodes say
     so, unless a filter earlier in the order refuses them first (tiny-0 is full)."""
-    cache, live = _cluster()
+    cache, diagnoser = _cluster()
     cache.remove_pod(cache.get_pod({"metadata": {"uid": "uid-db-0"}}))
     cache.add_pod(make_pod("db-0", namespace="why", node_name="small-2", labels={"role": "db"},
                            requests={"cpu": "100m"}, uid="uid-db-0", affinity={
@@ -179,17 +178,37 @@ def test_a_placed_pods_anti_affinity_keeps_the_pod_out_of_its_zone():
     pod = why.pending(BY_NAME["selector"])
     pod["spec"].pop("nodeSelector")
     pod["metadata"]["labels"] = {"app": "web"}
-    nodes = {v.node: v for v in dx.diagnose(pod, live).verdicts}
+    nodes = {v.node: v for v in diagnoser.diagnose(pod).verdicts}
     assert nodes["small-2"].reasons == ["node(s) didn't satisfy existing pods anti-affinity rules"]
     assert nodes["tiny-0"].reasons == ["Too many pods"]
     pod["metadata"]["namespace"] = "elsewhere"      # the term covers db-0's namespace only
-    assert "small-2" in dx.diagnose(pod, live).feasible
+    assert "small-2" in diagnoser.diagnose(pod).feasible
 
 
 def test_the_first_of_a_self_affine_group_may_go_anywhere():
     """Required affinity to its own labels while no pod matches: allowed (upstream's rule)."""
-    cache, live = _cluster()
+    cache, diagnoser = _cluster()
     pod = why.pending(BY_NAME["pod-affinity"])
     pod["metadata"]["labels"] = {"role": "cache"}
-    diagnosis = dx.diagnose(pod, live)
+    diagnosis = diagnoser.diagnose(pod)
     assert sorted(diagnosis.feasible) == ["small-0", "small-1", "small-2"]
+
+
+def test_the_placed_pods_index_follows_pods_and_nodes_between_diagnoses():
+    """PlacedPods reads a node again only when it changed: a pod placed, then removed, and
+    a node removed, between two diagnoses, all count (or stop counting) at once."""
+    cache, diagnoser = _cluster()
+    pod = why.pending(BY_NAME["anti-affinity"])
+    pod["spec"].pop("nodeSelector")
+    assert "small-0" in diagnoser.diagnose(pod).feasible
+    db = make_pod("db-1", namespace="why", node_name="small-0", labels={"role": "db"},
+                  requests={"cpu": "100m"}, uid="uid-db-1")
+    cache.add_pod(db)
+    refused = {v.node: v.reasons for v in diagnoser.diagnose(pod).verdicts}
+    assert refused["small-0"] == ["node(s) didn't match pod anti-affinity rules"]
+    cache.remove_pod(db)
+    assert "small-0" in diagnoser.diagnose(pod).feasible
+    cache.remove_pod(cache.get_pod({"metadata": {"uid": "uid-db-0"}}))
+    assert "small-2" in diagnoser.diagnose(pod).feasible
+    assert ("why", (("role", "db"),)) not in diagnoser.placed.groups
+    assert ("role", "db") not in diagnoser.placed.by_label
