@@ -24,7 +24,7 @@ from operator import attrgetter
 
 from . import predicates, preemption
 from .noderecords import LiveRecords
-from .podaffinity import InterPodAffinity, PlacedPods
+from .podaffinity import InterPodAffinity, PlacedPods, own_terms
 from .podview import PodView
 
 # kube-scheduler v1.36.2 counts every untolerated taint under one reason (the capture);
@@ -324,5 +324,7 @@ class Diagnoser:
     def diagnose(self, pod) -> Diagnosis:
         """The diagnosis of `pod` (a Mapping) over the cache as it is now."""
         records = self.live.refresh()
-        self.placed.refresh(records)
+        metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        affinity, anti_affinity = own_terms(spec, metadata.get("namespace") or "")
+        self.placed.refresh(records, groups=bool(affinity or anti_affinity))
         return Diagnosis(pod, records, self.placed)

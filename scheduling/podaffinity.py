@@ -90,6 +90,12 @@ def _lookup(selector):
     return None
 
 
+def own_terms(spec, namespace) -> tuple:
+    """(required podAffinity terms, required podAntiAffinity terms) of a pending pod."""
+    return (required_terms(spec, "podAffinity", namespace),
+            required_terms(spec, "podAntiAffinity", namespace))
+
+
 def required_terms(spec, kind, namespace) -> tuple:
     """The compiled required terms of `kind` ("podAffinity" or "podAntiAffinity")."""
     affinity = ((spec.get("affinity") or {}).get(kind)) or {}
@@ -143,15 +149,22 @@ class PlacedPods:
     are read again only when its generation moved, so a diagnosis does not walk every
     pod of the cluster (bench/diagnosis_bench.py).
 
-    `groups`: (namespace, label items) -> {node: pods}; `anti`: a placed pod's required
-    anti-affinity Term -> {node: pods carrying it}."""
+    `anti`: a placed pod's required anti-affinity Term -> {node: pods carrying it}, kept
+    always (any pod may be refused by it). `groups`: (namespace, label items) -> {node:
+    pods}, kept from the first pod with affinity terms on (`refresh(groups=True)`)."""
 
     def __init__(self):
+        self.anti = {}
         self.groups = {}
         self.group_labels = {}   # group key -> its labels as a dict
         self.by_label = {}       # (label key, value) -> {group key: None}, the groups with it
-        self.anti = {}
-        self._nodes = {}         # node -> (generation, its group keys, its Terms)
+        self._anti_nodes = {}    # node -> (generation, its Terms)
+        self._group_nodes = {}   # node -> (generation, its group keys)
+
+    def refresh(self, records, groups=False):
+        self._follow(records, self._anti_nodes, self._read_terms, self._unread_terms)
+        if groups:
+            self._follow(records, self._group_nodes, self._read_groups, self._unread_groups)
 
     def candidates(self, term):
         """The group keys that may match `term` (every group when it has no lookup)."""
@@ -163,62 +176,66 @@ class PlacedPods:
             found.extend(self.by_label.get((key, value), ()))
         return found
 
-    def refresh(self, records):
-        nodes = self._nodes
+    @staticmethod
+    def _follow(records, nodes, read, unread):
         for record in records.ordered:
             known = nodes.get(record.name)
             if known is None or known[0] != record.generation:
-                self._replace(record.name, known, record)
+                if known is not None:
+                    unread(record.name, known[1])
+                nodes[record.name] = (record.generation, read(record))
         if len(nodes) != len(records.ordered):
             for name in [n for n in nodes if n not in records.by_name]:
-                self._replace(name, nodes[name], None)
+                unread(name, nodes.pop(name)[1])
 
-    def _replace(self, name, known, record):
-        if known is not None:
-            for key in known[1]:
-                _add(self.groups, key, name, -1)
-                if key not in self.groups:
-                    self._forget_group(key)
-            for term in known[2]:
-                _add(self.anti, term, name, -1)
-        if record is None:
-            del self._nodes[name]
-            return
-        keys, terms = [], []
+    def _read_terms(self, record) -> list:
+        terms = []
+        for info in record.info.pods_with_required_anti_affinity:
+            for term in placed_anti_affinity(info):
+                terms.append(term)
+                _add(self.anti, term, record.name, 1)
+        return terms
+
+    def _unread_terms(self, name, terms):
+        for term in terms:
+            _add(self.anti, term, name, -1)
+
+    def _read_groups(self, record) -> list:
+        keys, name = [], record.name
         for info in record.info.pods:
-            key = (info.namespace, tuple(sorted(info.labels.items())) if info.labels else ())
+            # Label dicts are shared by the pods with the same labels (schedcache.podinfo):
+            # their items, in that shared order, name the group.
+            key = (info.namespace, tuple(info.labels.items()) if info.labels else ())
             if key not in self.group_labels:
                 self.group_labels[key] = dict(key[1])
                 for pair in key[1]:
                     self.by_label.setdefault(pair, {})[key] = None
             keys.append(key)
             _add(self.groups, key, name, 1)
-        for info in record.info.pods_with_required_anti_affinity:
-            for term in placed_anti_affinity(info):
-                terms.append(term)
-                _add(self.anti, term, name, 1)
-        self._nodes[name] = (record.generation, keys, terms)
+        return keys
 
-
-    def _forget_group(self, key):
-        del self.group_labels[key]
-        for pair in key[1]:
-            groups = self.by_label[pair]
-            del groups[key]
-            if not groups:
-                del self.by_label[pair]
+    def _unread_groups(self, name, keys):
+        for key in keys:
+            _add(self.groups, key, name, -1)
+            if key not in self.groups:
+                del self.group_labels[key]
+                for pair in key[1]:
+                    groups = self.by_label[pair]
+                    del groups[key]
+                    if not groups:
+                        del self.by_label[pair]
 
 
 class InterPodAffinity:
     """The filter for one pending pod over NodeRecords and their PlacedPods (counted once
-    here, by the groups of equal pods rather than pod by pod)."""
+    here, by the groups of equal pods rather than pod by pod). The caller brings `placed`
+    up to date, with its groups when `needs_groups(pod)`."""
 
     def __init__(self, pod, records, placed: PlacedPods):
         metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         namespace = metadata.get("namespace") or ""
         self.labels = metadata.get("labels") or {}
-        self.affinity = required_terms(spec, "podAffinity", namespace)
-        self.anti_affinity = required_terms(spec, "podAntiAffinity", namespace)
+        self.affinity, self.anti_affinity = own_terms(spec, namespace)
         self.affinity_counts = {}        # (topology key, value) -> pods matching every term
         self.anti_affinity_counts = {}   # (topology key, value) -> pods matching a term
         self.existing_counts = {}        # (topology key, value) -> placed pods refusing this one

@@ -5,7 +5,6 @@ Each command that changes the cache checks what it names and calls a door of
 a person or a tool); a refusal (CommandError) changes nothing.
 """
 from schedcache import CacheError
-from scheduling.diagnosis import Diagnoser
 
 from dashboard.owner.commands import CommandError
 
@@ -30,9 +29,6 @@ class CommandHandlers:
         self.cache = owner.cache
         self.changes = owner.changes
         self.applier = owner.applier
-        # The diagnosis's own records of the cache: they move only when a diagnosis is
-        # asked for, apart from the algorithm's, which move with every filter call.
-        self.diagnoser = Diagnoser(owner.cache)
 
     def handlers(self) -> dict:
         return {"assume": self.assume, "finish_binding": self.finish_binding,
@@ -131,7 +127,7 @@ class CommandHandlers:
         pod = self.applier.pending.get(uid)
         if pod is None:
             raise CommandError(404, f"pod {uid} is neither cached nor pending")
-        result = self.diagnoser.diagnose(pod).as_dict()
+        result = self.owner.diagnoser.diagnose(pod).as_dict()
         result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
         # kube-scheduler's own last word, to read beside ours (the cache keeps only a
         # PodScheduled=False condition, see schedcache.podinfo)
