@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "live"))   # livest
 @contextmanager
 def serving_owner(nodes, pods, prepare=None):
     """A CacheOwner fed `nodes` and `pods` (as the decoder lists them), `prepare(owner)`
-    run, its rows written; then serving commands from Redis in a thread (as `manage.py
-    watch` does, without the reflectors). Yields the owner."""
+    run, its rows written; then serving commands from Redis and applying its feed in a
+    thread (as `manage.py watch` does, without the reflectors). Yields the owner."""
     redis_client(settings.REDIS_URL).delete(OWNER_COMMANDS)
     writer = ProjectionWriter().start()
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
@@ -40,6 +40,7 @@ def serving_owner(nodes, pods, prepare=None):
     def serve():
         while not stop.is_set():
             owner.commands.serve(timeout=0.05)
+            owner.drain_feed()      # what a test puts on the feed, as the watch would
             owner.flush()
     thread = threading.Thread(target=serve, name="test-owner")
     thread.start()

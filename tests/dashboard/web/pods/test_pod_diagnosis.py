@@ -7,12 +7,16 @@ import re
 import pytest
 from django.conf import settings
 
+from simcluster.generate import make_node
+
 from dashboard.wire.clients import redis_client
 from dashboard.wire.keys import OWNER_STATUS
 from tests.dashboard.web.conftest import serving_owner
+from tests.decoded_feed import watched
 from tests.dashboard.web.nodes.nodepages import get, report_owner, squash
 from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,3 +88,19 @@ def test_a_placed_pod_has_no_diagnosis_and_without_an_owner_the_page_says_why(
     redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
     text = section(get(viewer_client, "/pods/uid-case-cpu/")[1])
     assert "The diagnosis comes from the cache owner: no live cache owner to ask." in text
+
+
+def test_the_section_is_asked_for_again_and_follows_the_cache(why_owner, viewer_client):
+    """The page polls /pods/<uid>/diagnosis/; a node that takes the pod, added meanwhile,
+    shows in the next answer; a pod that is no longer pending gets an empty answer."""
+    _, html = get(viewer_client, "/pods/uid-case-cpu/")
+    assert 'hx-get="/pods/uid-case-cpu/diagnosis/" hx-trigger="every 15s"' in html
+    # as the watch would: a node big enough, applied by the owner's own thread
+    big = make_node("big-0", cpu="128", memory="512Gi")
+    why_owner.feed.put(watched("nodes", "ADDED", big))
+    wait_for(lambda: "big-0" in get(viewer_client, "/pods/uid-case-cpu/diagnosis/")[1], 10,
+             "the new node in the diagnosis")
+    text = section(get(viewer_client, "/pods/uid-case-cpu/diagnosis/")[1])
+    assert "1/8 nodes can take the pod now" in text
+    _, placed = get(viewer_client, "/pods/uid-low-0/diagnosis/")
+    assert placed.strip() == ""
