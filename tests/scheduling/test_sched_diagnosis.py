@@ -212,3 +212,34 @@ def test_the_placed_pods_index_follows_pods_and_nodes_between_diagnoses():
     assert "small-2" in diagnoser.diagnose(pod).feasible
     assert ("why", (("role", "db"),)) not in diagnoser.placed.groups
     assert ("role", "db") not in diagnoser.placed.by_label
+
+
+def test_preemption_frees_a_host_port_held_by_a_lower_priority_pod():
+    """host-port at high priority: port-holder (priority 0) is the victim on small-0."""
+    cache, diagnoser = _cluster()
+    pod = why.pending(BY_NAME["host-port"])
+    pod["spec"]["priority"] = PRIORITIES["high"]
+    preemption = diagnoser.diagnose(pod).preemption
+    assert preemption["helps"] and preemption["node"] == "small-0"
+    assert [v["name"] for v in preemption["victims"]] == ["port-holder"]
+
+
+def test_a_node_eviction_cannot_help_says_what_stays_short():
+    """gpu-0 holds a low and a high GPU pod: evicting the low one leaves 3 of 4 GPUs, and
+    the pod asks 4. The dry run's verdict there is kube-scheduler's fit reason."""
+    cache, diagnoser = _cluster()
+    toleration = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    for name, priority in (("gpu-low", PRIORITIES["low"]), ("gpu-high", PRIORITIES["high"])):
+        cache.add_pod(make_pod(name, namespace="why", node_name="gpu-0", uid=f"uid-{name}",
+                               requests={"cpu": "100m", "nvidia.com/gpu": "1"},
+                               tolerations=toleration, priority=priority))
+    pod = why.pending(BY_NAME["gpu-tolerated"])
+    pod["spec"]["priority"] = PRIORITIES["high"]
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"nvidia.com/gpu": "4"},
+                                                 "limits": {"nvidia.com/gpu": "4"}}
+    diagnosis = diagnoser.diagnose(pod)
+    assert {v.node: v.details for v in diagnosis.verdicts}["gpu-0"] == [
+        "Insufficient nvidia.com/gpu: asks 4, 2 free of 4"]
+    assert diagnosis.message().endswith(
+        "preemption: 0/7 nodes are available: 1 Insufficient nvidia.com/gpu, "
+        "6 Preemption is not helpful for scheduling.")
