@@ -20,6 +20,7 @@ inter-pod affinity the dry run evicts nothing (kube-scheduler might, when a
 victim is the pod that matched).
 """
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from operator import attrgetter
 
 from . import predicates, preemption
@@ -43,6 +44,7 @@ _GiB = 2 ** 30
 _UNITS = (("Ti", 2 ** 40), ("Gi", _GiB), ("Mi", 2 ** 20), ("Ki", 2 ** 10))
 
 
+@lru_cache(maxsize=65536)   # nodes of one kind repeat the same few amounts
 def amount(resource: str, value: int) -> str:
     """A resource amount as a person reads it: cores, binary bytes, or a count."""
     if resource == "cpu":
@@ -224,23 +226,26 @@ class Diagnosis:
                     outcome[verdict.node] = refusals
                 else:
                     candidates.append(record)
+        counts = _histogram(outcome.values())
         chosen = preemption.choose(view, candidates)
         if chosen is not None:
             record, victims = chosen
             return {"eligible": True, "helps": True, "message": "", "node": record.name,
                     "victims": [_victim(v) for v in victims],
                     "candidates": sorted(r.name for r in candidates),
-                    "reasons": _grouped(outcome)}
-        message = f"preemption: {summary(self.total, _histogram(outcome.values()))}"
-        return {"eligible": True, "helps": False, "message": message, "node": None,
-                "victims": [], "candidates": [], "reasons": _grouped(outcome)}
+                    "reasons": _largest_first(counts)}
+        return {"eligible": True, "helps": False, "node": None, "victims": [],
+                "message": f"preemption: {summary(self.total, counts)}", "candidates": [],
+                "reasons": _largest_first(counts)}
 
     # --- what it says ---------------------------------------------------------------------
     @property
     def fits(self) -> bool:
         return bool(self.feasible)
 
+    @cached_property
     def counts(self) -> dict:
+        """reason -> how many nodes give it (a node once for each of its reasons)."""
         return _histogram(v.reasons for v in self.verdicts)
 
     def filter_message(self) -> str:
@@ -250,7 +255,7 @@ class Diagnosis:
         if self.feasible:
             return (f"{len(self.feasible)}/{self.total} nodes can take the pod now: no filter "
                     f"kube-scheduler runs refuses them (kube-scheduler may not have tried yet)")
-        return summary(self.total, self.counts())
+        return summary(self.total, self.counts)
 
     def message(self) -> str:
         """kube-scheduler's FailedScheduling message for the pod, as the cache sees it."""
@@ -307,10 +312,10 @@ def _victim(info) -> dict:
             "priority": info.priority}
 
 
-def _grouped(outcome: dict) -> list:
-    """node -> reasons, as [{reason, count}] largest first."""
+def _largest_first(counts: dict) -> list:
+    """reason -> count, as [{reason, count}] largest first."""
     return [{"reason": reason, "count": count} for reason, count in
-            sorted(_histogram(outcome.values()).items(), key=lambda i: (-i[1], i[0]))]
+            sorted(counts.items(), key=lambda i: (-i[1], i[0]))]
 
 
 class Diagnoser:
