@@ -83,10 +83,11 @@ def get_node(name: str, *, timeout: float = TIMEOUT) -> dict:
     return send("get_node", {"name": name}, timeout=timeout)
 
 
-def diagnose(uid: str, *, timeout: float = TIMEOUT) -> dict:
-    """Why the pending pod is not running (scheduling.diagnosis, with `computed_at_seq`);
+def diagnose(uid: str, *, nodes: bool = True, timeout: float = TIMEOUT) -> dict:
+    """Why the pending pod is not running (scheduling.diagnosis, with `computed_at_seq`),
+    without each node's verdict unless `nodes` (thousands of them in a large cluster);
     404 for a pod the owner neither holds nor tracks, 409 for one that is not pending."""
-    return send("diagnose", {"uid": uid}, timeout=timeout)
+    return send("diagnose", {"uid": uid, "nodes": nodes}, timeout=timeout)
 
 
 def extender_statuses(args: dict, *, timeout: float = TIMEOUT) -> dict:

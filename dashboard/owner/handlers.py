@@ -115,12 +115,15 @@ class CommandHandlers:
 
     def diagnose(self, args, actor):
         """Why a pending pod is not running, as kube-scheduler would say it of the cache now
-        (scheduling.diagnosis: a dry run, nothing changes); 409 for a pod the cache holds,
-        404 for one the watch has not shown. Linear in the nodes (bench/diagnosis_bench.py),
+        (scheduling.diagnosis: a dry run, nothing changes), each refusing node's verdict
+        too unless `nodes` is false; 409 for a pod the cache holds, 404 for one the watch
+        has not shown. Linear in the nodes (bench/diagnosis_bench.py),
         so it holds the owner's loop for milliseconds."""
-        uid = args.get("uid")
+        uid, every_node = args.get("uid"), args.get("nodes", True)
         if not isinstance(uid, str) or not uid:
             raise CommandError(400, "diagnose needs the pod's uid")
+        if not isinstance(every_node, bool):
+            raise CommandError(400, "nodes must be true or false")
         state = self.cache.pod_state(_ref(uid))
         if state is not None:
             raise CommandError(409, f"pod {uid} is {state}, not pending: it has a node")
@@ -128,6 +131,8 @@ class CommandHandlers:
         if pod is None:
             raise CommandError(404, f"pod {uid} is neither cached nor pending")
         result = self.owner.diagnoser.diagnose(pod).as_dict()
+        if not every_node:
+            result["nodes"] = []     # the page shows the groups and the closest nodes only
         result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
         # kube-scheduler's own last word, to read beside ours (the cache keeps only a
         # PodScheduled=False condition, see schedcache.podinfo)

@@ -48,7 +48,8 @@ def pod_diagnosis(uid: str, owner_live: bool) -> tuple[PodDiagnosis | None, str]
     if not owner_live:
         return None, "no live cache owner to ask"
     try:
-        return PodDiagnosis(owner_client.diagnose(uid, timeout=DIAGNOSIS_TIMEOUT)), ""
+        return PodDiagnosis(owner_client.diagnose(uid, nodes=False,
+                                                  timeout=DIAGNOSIS_TIMEOUT)), ""
     except CommandError as exc:
         if exc.status == 404:
             return None, "the cache owner does not track it any more"

@@ -54,6 +54,7 @@ def test_the_diagnosis_is_a_dry_run_and_follows_the_cache(owner):
     ({"uid": "uid-nobody"}, 404, "neither cached nor pending"),
     ({}, 400, "needs the pod's uid"),
     ({"uid": 7}, 400, "needs the pod's uid"),
+    ({"uid": "uid-case-cpu", "nodes": "no"}, 400, "nodes must be true or false"),
 ])
 def test_what_is_not_a_pending_pod_is_refused(owner, args, status, words):
     with pytest.raises(CommandError) as refused:
@@ -73,3 +74,10 @@ def test_kube_schedulers_own_last_word_comes_with_it():
     assert result["kube_scheduler"]["message"] == result["message"] \
         == case["pod_scheduled"]["message"]
     assert result["kube_scheduler"]["reason"] == "Unschedulable"
+
+
+def test_the_page_asks_without_every_nodes_verdict(owner):
+    whole = CommandHandlers(owner).diagnose({"uid": "uid-case-cpu"}, "alice")
+    short = CommandHandlers(owner).diagnose({"uid": "uid-case-cpu", "nodes": False}, "alice")
+    assert len(whole["nodes"]) == 7 and short["nodes"] == []
+    assert short["reasons"] == whole["reasons"] and short["closest"] == whole["closest"]
