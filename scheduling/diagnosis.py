@@ -39,6 +39,10 @@ NEVER = "not eligible due to preemptionPolicy=Never."
 NO_CLAIMS = "no new claims to deallocate"
 NO_NODES = "no nodes available to schedule pods"
 CLOSEST = 5     # nodes shown as the closest to taking the pod
+# kube-scheduler's DefaultPreemption defaults: its dry run stops once it has found
+# max(100, 10% of the nodes) candidates.
+MIN_CANDIDATES = 100
+CANDIDATES_PERCENT = 10
 
 _GiB = 2 ** 30
 _UNITS = (("Ti", 2 ** 40), ("Gi", _GiB), ("Mi", 2 ** 20), ("Ki", 2 ** 10))
@@ -212,7 +216,10 @@ class Diagnosis:
                     "node": None, "victims": [], "candidates": [], "reasons": []}
         by_name = self._records.by_name
         outcome, candidates = {}, []
+        enough = max(MIN_CANDIDATES, self.total * CANDIDATES_PERCENT // 100)
         for verdict in self.verdicts:
+            if len(candidates) >= enough:
+                break     # as kube-scheduler's dry run stops: these are enough to choose from
             record = by_name[verdict.node]
             if not verdict.resolvable:
                 outcome[verdict.node] = [NOT_HELPFUL]

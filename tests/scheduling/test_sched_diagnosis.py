@@ -243,3 +243,17 @@ def test_a_node_eviction_cannot_help_says_what_stays_short():
     assert diagnosis.message().endswith(
         "preemption: 0/7 nodes are available: 1 Insufficient nvidia.com/gpu, "
         "6 Preemption is not helpful for scheduling.")
+
+
+def test_the_dry_run_stops_at_enough_candidates_as_kube_scheduler_does():
+    """120 full nodes, each freed by evicting its one low pod: the dry run stops at
+    max(100, 10% of the nodes) = 100 candidates and chooses among them."""
+    cache = Cache(ttl=0)
+    for i in range(120):
+        cache.add_node(make_node(f"n{i:03d}", cpu="1", memory="1Gi"))
+        cache.add_pod(make_pod(f"low-{i}", node_name=f"n{i:03d}", requests={"cpu": "1"},
+                               priority=PRIORITIES["low"], uid=f"uid-low-{i}"))
+    pod = make_pod("vip", requests={"cpu": "1"}, priority=PRIORITIES["high"], uid="uid-vip")
+    preemption = dx.Diagnoser(cache).diagnose(pod).preemption
+    assert preemption["helps"] and len(preemption["candidates"]) == dx.MIN_CANDIDATES
+    assert preemption["node"] in preemption["candidates"] and len(preemption["victims"]) == 1
