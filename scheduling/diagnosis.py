@@ -19,6 +19,7 @@ keep them), nominated pods, PodDisruptionBudgets. For a node refused by
 inter-pod affinity the dry run evicts nothing (kube-scheduler might, when a
 victim is the pod that matched).
 """
+import heapq
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from operator import attrgetter
@@ -71,6 +72,7 @@ class NodeVerdict:
     resolvable: bool      # eviction could cure it (kube-scheduler's Unschedulable, not
                           # UnschedulableAndUnresolvable)
     short: list = field(default_factory=list)   # [{resource, asks, free, allocatable}]
+    shortness: float = 0.0   # the shortfalls as fractions of the node's size (closest first)
 
     def as_dict(self) -> dict:
         return {"node": self.node, "filter": self.filter, "reasons": self.reasons,
@@ -120,13 +122,14 @@ class _Fit:
         reasons = predicates.fit_reasons(view, record.free_pods, record.free_cpu,
                                          record.free_memory, record.free_ephemeral,
                                          record.free_scalars)
-        details, short, resolvable = [], [], True
+        details, short, resolvable, shortness = [], [], True, 0.0
         if reasons[0] == predicates.TOO_MANY_PODS:
             pods = record.allocatable.allowed_pod_number
             details.append(f"{predicates.TOO_MANY_PODS}: {pods - record.free_pods} of {pods} "
                            f"pods placed")
             short.append({"resource": "pods", "asks": 1, "free": record.free_pods,
                           "allocatable": pods})
+            shortness += (1 - record.free_pods) / max(pods, 1)
         for name, asked, reason, asked_text, free_of, allocatable_of in self.asks:
             if reason not in reasons:
                 continue
@@ -135,7 +138,9 @@ class _Fit:
             details.append(f"{reason}: asks {asked_text}, {amount(name, free)} free of "
                            f"{amount(name, cap)}")
             short.append({"resource": name, "asks": asked, "free": free, "allocatable": cap})
-        return NodeVerdict(record.name, "NodeResourcesFit", reasons, details, resolvable, short)
+            shortness += (asked - free) / max(cap, 1)
+        return NodeVerdict(record.name, "NodeResourcesFit", reasons, details, resolvable, short,
+                           shortness)
 
 
 def _allocatable_of(attr):
@@ -148,11 +153,6 @@ def _free_scalar(name):
 
 def _allocatable_scalar(name):
     return lambda record: record.allocatable.scalar_resources.get(name, 0)
-
-
-def _shortness(verdict) -> float:
-    """How far a node is from taking the pod: the shortfalls as fractions of its size."""
-    return sum((s["asks"] - s["free"]) / max(s["allocatable"], 1) for s in verdict.short)
 
 
 class Diagnosis:
@@ -283,10 +283,9 @@ class Diagnosis:
 
     def closest(self) -> list:
         """The nodes refused only for resources, fewest and smallest shortfalls first."""
-        fit = [v for v in self.verdicts if v.filter == "NodeResourcesFit"]
-        fit.sort(key=lambda v: (_shortness(v), v.node))
+        fit = (v for v in self.verdicts if v.filter == "NodeResourcesFit")
         return [{"node": v.node, "short": v.short, "details": v.details}
-                for v in fit[:CLOSEST]]
+                for v in heapq.nsmallest(CLOSEST, fit, key=attrgetter("shortness", "node"))]
 
     def unchecked(self) -> list:
         """What kube-scheduler checks and the cache cannot (so a fit may still fail)."""
