@@ -55,6 +55,7 @@ urlpatterns = [
     path("audit/", audit_views.audit, name="audit"),
     path("pods/", pod_views.pods, name="pods"),
     path("pods/<str:uid>/", pod_views.pod_detail, name="pod-detail"),
+    path("pods/<str:uid>/diagnosis/", pod_views.pod_diagnosis_section, name="pod-diagnosis"),
     path("pods/<str:uid>/<str:action>/", pod_views.pod_action, name="pod-action"),
     path("pools/", pool_views.pools_page, name="pools"),
     path("statuses/", extender_pages.statuses, name="statuses"),

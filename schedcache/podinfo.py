@@ -22,7 +22,8 @@ SPEC_FIELDS = ("schedulerName", "priority", "priorityClassName", "preemptionPoli
                "nodeSelector", "affinity", "overhead", "hostNetwork", "volumes")
 CONTAINER_FIELDS = ("name", "image", "resources", "ports", "restartPolicy")
 STATUS_FIELDS = ("phase", "hostIP", "podIP", "startTime", "qosClass", "nominatedNodeName",
-                 "reason")
+                 "reason", "conditions")
+UNSCHEDULED_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
 
 _intern = sys.intern
 
@@ -32,6 +33,20 @@ def _claim_volumes(volumes):
     return [v if v.get("persistentVolumeClaim") is not None else {"name": v.get("name"), "ephemeral": {}}
             for v in volumes
             if v.get("persistentVolumeClaim") is not None or v.get("ephemeral") is not None]
+
+
+def _unscheduled(conditions):
+    """Of the conditions only kube-scheduler's last word on a pod it could not place (its
+    PodScheduled=False, with the FailedScheduling message): a placed pod keeps none."""
+    return [{name: c[name] for name in UNSCHEDULED_FIELDS if c.get(name)}
+            for c in conditions or ()
+            if c.get("type") == "PodScheduled" and c.get("status") == "False"] or None
+
+
+def _pick_status(status):
+    values = list(map(status.get, STATUS_FIELDS))
+    values[-1] = _unscheduled(values[-1])
+    return tuple(values)
 
 
 def _pick_containers(containers):
@@ -46,7 +61,7 @@ def _freeze(kind, api_version, metadata, spec, status) -> bytes:
                           tuple(spec_values),
                           _pick_containers(spec.get("containers")),
                           _pick_containers(spec.get("initContainers")),
-                          tuple(map(status.get, STATUS_FIELDS)) if status else None), 2)
+                          _pick_status(status) if status else None), 2)
 
 
 def _present(names, values) -> dict:

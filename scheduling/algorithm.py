@@ -14,11 +14,8 @@ Inputs are read only; errors are raised, not returned.
 import threading
 from typing import Iterable, Optional, Protocol, runtime_checkable
 
-from schedcache import Snapshot
-from schedcache.events import NODE_ADDED, NODE_REMOVED, NODE_UPDATED
-
 from . import predicates, preemption
-from .noderecords import NodeRecords
+from .noderecords import LiveRecords
 from .podview import PodView
 from .result import ScheduleResult
 from .spreading import ZoneRoundRobin
@@ -48,9 +45,6 @@ REQUIRED_METHODS = ("schedule", "add_node", "update_node", "delete_node", "add_a
                     "delete_allocated_pod")
 
 
-NODE_EVENTS = frozenset((NODE_ADDED, NODE_UPDATED, NODE_REMOVED))
-
-
 class FilterOutcome:
     """The filter pass of one schedule call."""
 
@@ -73,8 +67,7 @@ class DefaultAlgorithm:
     therefore no-ops: the cache's owner already applies node events and
     assumes/adds allocated pods, and the next snapshot update reflects them.
     They still take the lock, so HiveD's ordering holds for a caller that
-    relies on it. The algorithm listens to the cache's node events only to know
-    which Node objects changed (the others' parsed labels and taints are kept).
+    relies on it. Its records follow the cache (noderecords.LiveRecords).
     """
 
     name = "default"
@@ -83,12 +76,17 @@ class DefaultAlgorithm:
         if options:
             raise TypeError(f"DefaultAlgorithm takes no options, got {sorted(options)}")
         self.cache = cache
-        self.snapshot = Snapshot()
-        self.records = NodeRecords()
+        self.live = LiveRecords(cache)
         self.spreading = ZoneRoundRobin()
         self.lock = threading.RLock()
-        self.node_changed = {}     # node name -> generation of its last Node event
-        cache.subscribe(self._on_cache_event)
+
+    @property
+    def snapshot(self):
+        return self.live.snapshot
+
+    @property
+    def records(self):
+        return self.live.records
 
     # --- SchedulerAlgorithm --------------------------------------------------------------
     def schedule(self, pod, suggested_nodes=None) -> ScheduleResult:
@@ -138,16 +136,7 @@ class DefaultAlgorithm:
     def refresh(self):
         """Bring the snapshot and the per-node records up to date with the cache."""
         with self.lock:
-            self.cache.update_snapshot(self.snapshot)
-            # Only the nodes changed since the records' last refresh need new records.
-            self.records.refresh(self.snapshot,
-                                 self.cache.recently_changed(self.records.generation),
-                                 self.node_changed)
-
-    def _on_cache_event(self, event):
-        """Runs in the thread changing the cache, under its lock: one dict write, no more."""
-        if event.kind in NODE_EVENTS:
-            self.node_changed[event.name] = event.generation
+            self.live.refresh()
 
     def filter(self, view: PodView, suggested_nodes=None, *, every_node=False) -> FilterOutcome:
         """Run the filters over the suggested nodes (every node when None); no side effects.

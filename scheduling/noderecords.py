@@ -14,6 +14,8 @@ is decoded again only when the Node object itself changed since it was parsed
 """
 from bisect import bisect_left
 
+from schedcache import Snapshot
+from schedcache.events import NODE_ADDED, NODE_REMOVED, NODE_UPDATED
 from schedcache.nodetree import zone_key
 
 from .taints import node_filter_taints
@@ -35,7 +37,7 @@ def _priority(pod_info):
 class NodeRecord:
     __slots__ = ("name", "index", "generation", "parsed_generation", "info", "labels", "taints",
                  "taint_id", "unschedulable", "zone", "free_cpu", "free_memory",
-                 "free_ephemeral", "free_pods", "free_scalars",
+                 "free_ephemeral", "free_pods", "free_scalars", "allocatable",
                  "_priorities", "_by_priority")
 
     def __init__(self, info, index, parsed=None):
@@ -57,6 +59,7 @@ class NodeRecord:
             self.parsed_generation = parsed.parsed_generation
             self.labels, self.taints, self.taint_id = parsed.labels, parsed.taints, parsed.taint_id
             self.unschedulable, self.zone = parsed.unschedulable, parsed.zone
+        self.allocatable = allocatable     # a copy of its own (NodeInfo hands out copies)
         self.free_cpu = allocatable.milli_cpu - requested.milli_cpu
         self.free_memory = allocatable.memory - requested.memory
         self.free_ephemeral = allocatable.ephemeral_storage - requested.ephemeral_storage
@@ -150,3 +153,36 @@ class NodeRecords:
                     ordered[index] = record
                     old[record.name] = record
         self._generation = snapshot.generation
+
+
+NODE_EVENTS = frozenset((NODE_ADDED, NODE_UPDATED, NODE_REMOVED))
+
+
+class LiveRecords:
+    """NodeRecords that follow a cache: its own Snapshot, brought up to date on `refresh`.
+
+    Listens to the cache's node events only to know which Node objects changed (the
+    others' parsed labels and taints are kept). The algorithm and the diagnosis each
+    hold one: their snapshots move at their own pace.
+    """
+
+    def __init__(self, cache):
+        self.cache = cache
+        self.snapshot = Snapshot()
+        self.records = NodeRecords()
+        self.node_changed = {}     # node name -> generation of its last Node event
+        cache.subscribe(self._on_cache_event)
+
+    def refresh(self) -> NodeRecords:
+        """The records brought up to date with the cache (call it where the cache may
+        not change meanwhile: the owner's thread, or under the caller's lock)."""
+        self.cache.update_snapshot(self.snapshot)
+        # Only the nodes changed since the records' last refresh need new records.
+        self.records.refresh(self.snapshot, self.cache.recently_changed(self.records.generation),
+                             self.node_changed)
+        return self.records
+
+    def _on_cache_event(self, event):
+        """Runs in the thread changing the cache, under its lock: one dict write, no more."""
+        if event.kind in NODE_EVENTS:
+            self.node_changed[event.name] = event.generation

@@ -57,10 +57,21 @@ class _Room:
         if predicates.fit_reasons(self.pod, self.free_pods, self.free_cpu, self.free_memory,
                                   self.free_ephemeral, self.free_scalars):
             return False
-        if self.ports is not None:
-            check = self.ports.check_conflict
-            return not any(check(ip, protocol, port) for ip, protocol, port in self.pod.host_ports)
-        return True
+        return not self.port_conflict()
+
+    def port_conflict(self) -> bool:
+        if self.ports is None:
+            return False
+        check = self.ports.check_conflict
+        return any(check(ip, protocol, port) for ip, protocol, port in self.pod.host_ports)
+
+    def refusals(self) -> list:
+        """kube-scheduler's reasons the node still refuses the pod (ports first, as its
+        NodePorts filter runs before NodeResourcesFit)."""
+        if self.port_conflict():
+            return [predicates.PORTS]
+        return predicates.fit_reasons(self.pod, self.free_pods, self.free_cpu, self.free_memory,
+                                      self.free_ephemeral, self.free_scalars)
 
 
 def _priority(pod_info):
@@ -107,6 +118,23 @@ def select_victims(pod, record):
             room.take_off(candidate)
             victims.append(candidate)
     return tuple(victims)
+
+
+def refusals_without_victims(pod, record) -> list:
+    """Why the node still refuses `pod` once every pod of lower priority is gone (the
+    dry run's verdict on a node where no set of victims helps); [] when it would fit."""
+    count = record.count_below(pod.priority)
+    pods, cpu, memory, ephemeral = record.removal_sums()
+    if not pod.scalars and not pod.host_ports:
+        # The running sums give what is free once they are gone, without a room.
+        return predicates.fit_reasons(pod, record.free_pods + count,
+                                      record.free_cpu + cpu[count],
+                                      record.free_memory + memory[count],
+                                      record.free_ephemeral + ephemeral[count], {})
+    room = _Room(pod, record)
+    for candidate in pods[:count]:
+        room.take_off(candidate)
+    return room.refusals()
 
 
 def choose(pod, candidates):

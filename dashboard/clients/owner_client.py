@@ -83,6 +83,13 @@ def get_node(name: str, *, timeout: float = TIMEOUT) -> dict:
     return send("get_node", {"name": name}, timeout=timeout)
 
 
+def diagnose(uid: str, *, nodes: bool = True, timeout: float = TIMEOUT) -> dict:
+    """Why the pending pod is not running (scheduling.diagnosis, with `computed_at_seq`),
+    without each node's verdict unless `nodes` (thousands of them in a large cluster);
+    404 for a pod the owner neither holds nor tracks, 409 for one that is not pending."""
+    return send("diagnose", {"uid": uid, "nodes": nodes}, timeout=timeout)
+
+
 def extender_statuses(args: dict, *, timeout: float = TIMEOUT) -> dict:
     """A page of the extender's pod schedule statuses: args limit, offset, state."""
     return send("extender_statuses", args, timeout=timeout)

@@ -34,7 +34,7 @@ class CommandHandlers:
         return {"assume": self.assume, "finish_binding": self.finish_binding,
                 "forget": self.forget, "expire": self.expire, "reap": self.reap,
                 "compare": self.compare, "get_pod": self.get_pod, "get_node": self.get_node,
-                "status": self.status}
+                "diagnose": self.diagnose, "status": self.status}
 
     def assume(self, args, actor):
         """A pending pod assumed on a node, checked by the algorithm's filters unless
@@ -116,6 +116,33 @@ class CommandHandlers:
         return {"uid": uid, "state": state, "pod": self.cache.get_pod(_ref(uid)),
                 "binding_finished": status[0] if status else None,
                 "deadline": status[1] if status else None}
+
+    def diagnose(self, args, actor):
+        """Why a pending pod is not running, as kube-scheduler would say it of the cache now
+        (scheduling.diagnosis: a dry run, nothing changes), each refusing node's verdict
+        too unless `nodes` is false; 409 for a pod the cache holds, 404 for one the watch
+        has not shown. Linear in the nodes (bench/diagnosis_bench.py),
+        so it holds the owner's loop for milliseconds."""
+        uid, every_node = args.get("uid"), args.get("nodes", True)
+        if not isinstance(uid, str) or not uid:
+            raise CommandError(400, "diagnose needs the pod's uid")
+        if not isinstance(every_node, bool):
+            raise CommandError(400, "nodes must be true or false")
+        state = self.cache.pod_state(_ref(uid))
+        if state is not None:
+            raise CommandError(409, f"pod {uid} is {state}, not pending: it has a node")
+        pod = self.applier.pending.get(uid)
+        if pod is None:
+            raise CommandError(404, f"pod {uid} is neither cached nor pending")
+        result = self.owner.diagnoser.diagnose(pod).as_dict()
+        if not every_node:
+            result["nodes"] = []     # the page shows the groups and the closest nodes only
+        result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
+        # kube-scheduler's own last word, to read beside ours (the cache keeps only a
+        # PodScheduled=False condition, see schedcache.podinfo)
+        conditions = (pod.get("status") or {}).get("conditions") or ()
+        result["kube_scheduler"] = conditions[0] if conditions else None
+        return result
 
     def get_node(self, args, actor):
         """A node's images (name, size, nodes holding it): the read model only counts them."""

@@ -16,6 +16,7 @@ import time
 import orjson
 
 from schedcache import Cache, Snapshot
+from scheduling.diagnosis import Diagnoser
 
 from dashboard.owner.apply import FeedApplier
 from dashboard.owner.changes import CacheChanges
@@ -26,6 +27,7 @@ from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.handlers import CommandHandlers, command_cause
 from dashboard.owner.journal import Journal, utc
 from dashboard.owner.owner_metrics import OwnerMetrics
+from dashboard.owner.pending_reasons import PendingReasons
 from dashboard.owner.rows import ReadModelRows
 from dashboard.owner.status import owner_status
 from dashboard.runtime.redis_outage import RedisBackoff
@@ -63,6 +65,10 @@ class CacheOwner:
         pending = {}                  # uid -> pod: the feed's, the rows read it
         self.rows = ReadModelRows(cache, self.journal, pending, epoch, clock)
         self.applier = FeedApplier(cache, self.journal, self.rows, self.stats, pending)
+        # Why pods pend: the `diagnose` command's, and the pending pods' reasons each flush
+        # counts for the metrics; its records move only when a diagnosis is made.
+        self.diagnoser = Diagnoser(cache)
+        self.pending_reasons = PendingReasons(self.diagnoser, cache, pending)
         self.comparer = Comparer(cache, self.journal, self.feed, self.applier.removed,
                                  self.stuck_binds, clock)
         self.comparer.lister, self.comparer.on_drift = lister, on_drift
@@ -187,6 +193,7 @@ class CacheOwner:
         self.rows.build(batch)
         if not self._pruned and all(self.synced.values()) and not self.rows.backlog():
             batch.prune_epoch, self._pruned = self.rows.epoch, True
+        self.pending_reasons.step(self.clock())
         status = self.status()
         self.feed_lag.new_window()
         self.metrics.record_flush(events, status, batch.comparer_runs, bind_seconds)

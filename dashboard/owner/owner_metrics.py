@@ -12,7 +12,8 @@ between them, feed events applied and skipped, the feed and read-model backlogs,
 feed's lag in seconds,
 transitions by kind and cause, bind outcomes (transitions of cause "bind") and the
 bind's duration from assume to the bind going through, stuck binds, comparisons by result,
-and each command's handling time (the extender's verbs are the `extender_*` ops).
+each command's handling time (the extender's verbs are the `extender_*` ops), and the
+pending pods by their first reason (pending_reasons.py).
 """
 from contextlib import contextmanager
 import time
@@ -114,6 +115,13 @@ class OwnerMetrics(Collector):
             synced.add_metric([], 1 if status.get("synced") else 0)
         yield lag
         yield synced
+        reasons = GaugeMetricFamily(
+            "schedview_pending_pods",
+            "Pending pods by their first reason: the one most nodes give in the pod's "
+            "diagnosis, in kube-scheduler's words (re-counted every 30 s)", labels=["reason"])
+        for reason, count in sorted((status.get("pending_reasons") or {}).items()):
+            reasons.add_metric([reason], count)
+        yield reasons
         feed = CounterMetricFamily("schedview_feed_events",
                                    "Feed events the owner handled, by result", labels=["result"])
         for result in ("applied", "skipped", "corrupted"):

@@ -18,6 +18,7 @@ def owner_status(owner) -> dict:
             "round_robin": round_robin(cache),
             "binds_stuck": len(stuck), "oldest_stuck": _oldest_stuck(owner, stuck),
             "bind_stuck_after": owner.bind_stuck_after, "bind_deadline": owner.bind_deadline,
+            "pending_reasons": owner.pending_reasons.counts,
             **owner.stats, **{k: v for part in owner.status_parts for k, v in part().items()}}
 
 

@@ -7,6 +7,7 @@ import pytest
 
 from schedcache import Cache, CacheCorruptedError, CacheError
 from schedcache.podinfo import make_pod_info, pack_pod_info, unpack_pod_info
+from simcluster.generate import make_pod
 
 import tests.schedcache.builders as b
 
@@ -98,3 +99,19 @@ def test_tolerations_are_kept_once_for_every_pod_with_the_same_ones():
     assert a.pod["spec"]["tolerations"] == tolerations == b_.pod["spec"]["tolerations"]
     assert a.tolerations is b_.tolerations          # one frozen copy, shared
     assert "tolerations" not in make_pod_info(rich_pod("c")).pod["spec"]
+
+
+def test_only_kube_schedulers_refusal_is_kept_of_the_conditions():
+    """A pending pod keeps its PodScheduled=False condition (the FailedScheduling message,
+    for its page); a placed pod's conditions, all True, are not kept at all."""
+    refused = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+               "message": "0/7 nodes are available: 4 Insufficient cpu.",
+               "lastTransitionTime": "2026-11-26T05:05:14Z", "lastProbeTime": None}
+    pending = make_pod("p", uid="uid-p")
+    pending["status"]["conditions"] = [refused]
+    kept = make_pod_info(pending).pod["status"]["conditions"]
+    assert kept == [{k: v for k, v in refused.items() if k != "lastProbeTime"}]
+    placed = make_pod("q", uid="uid-q", node_name="n1")
+    placed["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"},
+                                      {"type": "Ready", "status": "True"}]
+    assert "conditions" not in make_pod_info(placed).pod["status"]

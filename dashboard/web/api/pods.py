@@ -24,6 +24,7 @@ from dashboard.web.api.schemas import (
     ActionOut,
     AssumeIn,
     AssumeOut,
+    DiagnosisOut,
     ErrorOut,
     Filter,
     Name,
@@ -31,6 +32,7 @@ from dashboard.web.api.schemas import (
     PodPageOut,
     refuse_repeated,
 )
+from dashboard.clients import owner_client
 from dashboard.web.pods import actions, query as pod_query
 from dashboard.web.pods.history import TIMELINE_LIMIT
 from dashboard.wire.commands import CommandError
@@ -107,6 +109,19 @@ def pod_detail(request, uid: Path[Name]):
     return {**vars(row), "phase": record.phase, "resource_version": record.resource_version,
             "labels": record.labels, "seq": record.seq, "history": newest[::-1],
             "history_count": len(newest) if len(newest) < TIMELINE_LIMIT else transitions.count()}
+
+
+@router.get("/{uid}/diagnosis",
+            response={200: DiagnosisOut, **READ_ERRORS, 404: ErrorOut, 409: ErrorOut,
+                      502: ErrorOut, 503: ErrorOut},
+            summary="Why a pending pod is not running", operation_id="diagnose_pod")
+def diagnosis(request, uid: Path[Name]):
+    """kube-scheduler's verdict on the pending pod, computed by the cache owner from its
+    cache now (a dry run: nothing changes): each node's first refusing filter with the
+    amounts, the FailedScheduling message kube-scheduler would write, and what preemption
+    would do. 404 for a pod the owner neither holds nor tracks, 409 for one that is not
+    pending, 503 when no owner answers in time."""
+    return _acting(owner_client.diagnose, uid)
 
 
 @router.get("/assume", response={200: PodDetailOut, 404: ErrorOut}, include_in_schema=False)

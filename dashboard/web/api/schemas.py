@@ -345,3 +345,113 @@ class AssumeOut(Schema):
                             "before": AGGREGATES_EXAMPLE,
                             "after": dict(AGGREGATES_EXAMPLE, pods=18),
                             "task_id": "3f0c6f1e-0e57-4a55-9d0f-6c2b8f1d2a77"})
+
+
+# --- why a pending pod is not running (scheduling.diagnosis) ---------------------------------
+class ReasonCountOut(Schema):
+    reason: str = Field(description="kube-scheduler's own words")
+    count: int = Field(description="how many nodes give it")
+
+
+class ReasonNodesOut(ReasonCountOut):
+    nodes: list[str] = Field(description="the nodes that give it (a node short of two "
+                                         "resources is under both, as kube-scheduler counts)")
+
+
+class ShortOut(Schema):
+    resource: str = Field(description="cpu (millicores), memory and ephemeral-storage "
+                                      "(bytes), pods, or an extended resource (count)")
+    asks: int
+    free: int
+    allocatable: int
+
+
+class NodeVerdictOut(Schema):
+    node: str
+    filter: str = Field(description="the first of kube-scheduler's filters that refuses it")
+    reasons: list[str] = Field(description="as kube-scheduler counts them")
+    details: list[str] = Field(description="the same with the amounts or the taint")
+    resolvable: bool = Field(description="evicting pods could cure it")
+    short: list[ShortOut]
+
+
+class ClosestNodeOut(Schema):
+    node: str
+    short: list[ShortOut]
+    details: list[str]
+
+
+class VictimOut(Schema):
+    uid: str
+    namespace: str
+    name: str
+    priority: int
+
+
+class PreemptionOut(Schema):
+    eligible: bool = Field(description="false for preemptionPolicy Never")
+    helps: bool = Field(description="evicting lower-priority pods would make room")
+    message: str = Field(description="kube-scheduler's preemption part (empty when it helps)")
+    node: str | None = Field(description="where it would make room")
+    victims: list[VictimOut]
+    candidates: list[str] = Field(description="every node where eviction would make room")
+    reasons: list[ReasonCountOut] = Field(description="why the other nodes cannot be helped")
+
+
+class DiagnosedPodOut(Schema):
+    uid: str
+    namespace: str
+    name: str
+    priority: int
+
+
+class SchedulerWordOut(Schema):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    lastTransitionTime: str = ""
+
+
+class DiagnosisOut(Schema):
+    pod: DiagnosedPodOut
+    message: str = Field(description="kube-scheduler's FailedScheduling message for the pod, "
+                                     "computed from the cache")
+    filter_message: str = Field(description="its filters' part alone")
+    total_nodes: int
+    fits: bool = Field(description="some node takes the pod now (kube-scheduler has not "
+                                   "placed it yet, or refuses it for what `unchecked` names)")
+    feasible: list[str] = Field(description="the nodes that take it")
+    reasons: list[ReasonNodesOut] = Field(description="the largest group first")
+    nodes: list[NodeVerdictOut] = Field(description="every refusing node")
+    closest: list[ClosestNodeOut] = Field(description="the nodes refused only for "
+                                                      "resources, the least short first")
+    preemption: PreemptionOut | None = Field(description="the dry run (null when it fits)")
+    unchecked: list[str] = Field(description="what kube-scheduler checks and the cache cannot")
+    computed_at_seq: int = Field(description="the owner's event number when computed")
+    kube_scheduler: SchedulerWordOut | None = Field(
+        description="kube-scheduler's own last word: the pod's PodScheduled=False condition "
+                    "(null when it has written none)")
+    model_config = example({
+        "pod": {"uid": "0c1d…", "namespace": "why", "name": "case-cpu", "priority": 0},
+        "message": "0/7 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, "
+                   "2 node(s) had untolerated taint(s), 4 Insufficient cpu. no new claims to "
+                   "deallocate, preemption: 0/7 nodes are available: 7 Preemption is not "
+                   "helpful for scheduling.",
+        "filter_message": "0/7 nodes are available: 1 Too many pods, 1 node(s) were "
+                          "unschedulable, 2 node(s) had untolerated taint(s), 4 Insufficient cpu.",
+        "total_nodes": 7, "fits": False, "feasible": [],
+        "reasons": [{"reason": "Insufficient cpu", "count": 4,
+                     "nodes": ["small-0", "small-1", "small-2", "tiny-0"]}],
+        "nodes": [{"node": "small-1", "filter": "NodeResourcesFit",
+                   "reasons": ["Insufficient cpu"],
+                   "details": ["Insufficient cpu: asks 64, 0.4 free of 4"], "resolvable": False,
+                   "short": [{"resource": "cpu", "asks": 64000, "free": 400,
+                              "allocatable": 4000}]}],
+        "closest": [], "unchecked": [], "computed_at_seq": 1234, "kube_scheduler": None,
+        "preemption": {"eligible": True, "helps": False, "node": None, "victims": [],
+                       "candidates": [],
+                       "message": "preemption: 0/7 nodes are available: 7 Preemption is not "
+                                  "helpful for scheduling.",
+                       "reasons": [{"reason": "Preemption is not helpful for scheduling",
+                                    "count": 7}]}})

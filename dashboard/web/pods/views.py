@@ -16,6 +16,7 @@ from dashboard.models import ACT_PERMISSION, NodeRecord, PodState
 from dashboard.web.pages import render_page
 from dashboard.web.pods import actions
 from dashboard.web.pods.action_preview import preview
+from dashboard.web.pods.diagnosis import pod_diagnosis
 from dashboard.web.pods.history import pod_history
 from dashboard.web.pods.query import (
     PER_PAGE,
@@ -147,12 +148,34 @@ def _detail_page(request, uid: str, *, error: str = "", status: int = 200):
     spec, spec_note = pod_spec(uid, owner.live)
     can_act = request.user.has_perm(ACT_PERMISSION)
     state = context["history"].state
+    context.update(_diagnosis_context(uid, state, owner))
     context.update(error=error, done=ACTIONS[done][1] if done in ACTIONS else "",
                    owner=owner, spec=spec, spec_note=spec_note, can_act=can_act,
                    actions=[(name, words, needs) for name, (_, words, _, needs)
                             in ACTIONS.items() if needs == state],
                    node_names=_node_names() if can_act and state == PodState.PENDING else [])
     return render_page(request, "dashboard/pod_detail.html", "pod-live", context, status=status)
+
+
+def _diagnosis_context(uid: str, state: str, owner) -> dict:
+    """Why a pending pod is not running (nothing for a pod in another state)."""
+    if state != PodState.PENDING:
+        return {}
+    diagnosis, note = pod_diagnosis(uid, owner.live)
+    return {"diagnosis": diagnosis, "diagnosis_note": note}
+
+
+@require_GET
+def pod_diagnosis_section(request, uid: str):
+    """The diagnosis section alone: the pod's page asks for it again every few seconds, as
+    nodes and pods change while the pod waits; empty once the pod is no longer pending
+    (the page then drops the section)."""
+    history = pod_history(uid)
+    if history is None:
+        return _missing(request, uid)
+    context = {"history": history,
+               **_diagnosis_context(uid, history.state, read_model.owner_status())}
+    return render(request, "dashboard/pod_detail.html#pod-diagnosis", context)
 
 
 def _node_names() -> list[str]:

@@ -44,7 +44,7 @@ def test_no_input_makes_the_api_fail(owner, api_token, mode):
                                            config=SchemathesisConfig.from_dict(CONFIG),
                                            headers=headers)
     operations = [result.ok() for result in schema.get_all_operations()]
-    assert sum(map(strict, operations)) == 11
+    assert sum(map(strict, operations)) == 12
     for operation in operations:
         checks = None if strict(operation) else [not_a_server_error]
         excluded = [negative_data_rejection] if mode == GenerationMode.NEGATIVE else []

@@ -1,0 +1,93 @@
+"""schedview_pending_pods{reason}: the owner's pending pods counted by their first reason
+(dashboard/owner/pending_reasons.py), over the why-pending recording's cluster."""
+import copy
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from schedcache import Cache
+
+from dashboard.owner import pending_reasons
+from dashboard.owner.owner import CacheOwner
+from tests.decoded_feed import synced_items
+from tests.scheduling import why_pending as why
+from tests.scheduling.why_pending import BY_NAME, CASES
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1_000.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def owner():
+    owner = CacheOwner(Cache(ttl=30), clock=Clock())
+    pods = [why.pending(BY_NAME[name]) for name in ("cpu", "preempt-cannot", "memory",
+                                                     "selector", "spread")]
+    for item in synced_items([why.node(n) for n in CASES["nodes_before"]],
+                             why.placed_pods() + pods):
+        owner.apply(item)
+    return owner
+
+
+def scrape(owner) -> str:
+    registry = CollectorRegistry()
+    registry.register(owner.metrics)
+    return generate_latest(registry).decode()
+
+
+def test_each_pending_pod_counts_under_the_reason_most_nodes_give(owner):
+    owner.flush()
+    assert owner.status()["pending_reasons"] == {
+        "Insufficient cpu": 2, "Insufficient memory": 1,
+        "node(s) didn't match Pod's node affinity/selector": 1, pending_reasons.FITS: 1}
+    text = scrape(owner)
+    assert 'schedview_pending_pods{reason="Insufficient cpu"} 2.0' in text
+    assert 'schedview_pending_pods{reason="fits a node now"} 1.0' in text
+
+
+def test_equal_pods_share_one_diagnosis_and_the_count_waits_for_the_period(owner, monkeypatch):
+    """Two pods alike but for their names: one diagnosis. A pod added mid-period is counted
+    by the next sweep, PERIOD later."""
+    twin = copy.deepcopy(owner.pending["uid-case-cpu"])    # as the feed digested it
+    twin["metadata"].update(name="case-cpu-twin", uid="uid-twin")
+    owner.pending["uid-twin"] = twin
+    made = []
+    diagnose = owner.diagnoser.diagnose
+    monkeypatch.setattr(owner.diagnoser, "diagnose", lambda pod: made.append(pod) or diagnose(pod))
+    owner.flush()
+    assert owner.status()["pending_reasons"]["Insufficient cpu"] == 3
+    assert len(made) == 5            # six pods, the twins diagnosed once
+    del owner.pending["uid-twin"]
+    owner.clock.now += pending_reasons.PERIOD - 1
+    owner.flush()
+    assert owner.status()["pending_reasons"]["Insufficient cpu"] == 3
+    owner.clock.now += 1
+    owner.flush()
+    assert owner.status()["pending_reasons"]["Insufficient cpu"] == 2
+
+
+def test_a_sweep_over_budget_goes_on_at_the_next_flush():
+    """A timer that says each pod took the whole budget: one pod per flush, and the counts
+    of the last complete sweep meanwhile (none before the first)."""
+    ticks = iter(range(0, 10 ** 6))
+    pending = {f"uid-{i}": why.pending(BY_NAME["cpu"]) for i in range(3)}
+    sweep = pending_reasons.PendingReasons(
+        None, Cache(ttl=0), pending, timer=lambda: next(ticks) * pending_reasons.BUDGET)
+    sweep.diagnoser = type("Fixed", (), {"diagnose": staticmethod(lambda pod: Refused())})()
+    for _ in range(2):
+        sweep.step(0.0)
+        assert sweep.counts == {}
+    sweep.step(0.0)
+    assert sweep.counts == {"Insufficient cpu": 3}
+
+
+class Refused:
+    fits = False
+
+    @staticmethod
+    def reasons():
+        return [{"reason": "Insufficient cpu", "count": 4, "nodes": []}]
