@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.
 
 # Routers whose every documented status is staged in this module; the others (pools,
 # statuses, extender) are staged by their own tests and checked here for 401 alone.
-OWN_TAGS = {"pods", "nodes", "cluster", "events", "auth"}
+OWN_TAGS = {"pods", "nodes", "cluster", "events", "auth", "audit"}
 LONG = "x" * 300     # longer than any name: refused by the path's schema
 
 ASSUME = {"namespace": "team", "name": "waiting-0", "node": "node-a"}
@@ -55,7 +55,18 @@ CASES = {
     ("GET", "/api/v1/comparer", 404): ("fresh", "/api/v1/comparer", {}),
     ("GET", "/api/v1/events", 200): ("api", "/api/v1/events?since=0", {}),
     ("GET", "/api/v1/events", 400): ("api", "/api/v1/events?since=-1", {}),
+    ("GET", "/api/v1/audit", 200): ("api", "/api/v1/audit?action=forget", {}),
+    ("GET", "/api/v1/audit", 400): ("api", "/api/v1/audit?result=maybe", {}),
 }
+_DIAGNOSIS = "/api/v1/pods/{uid}/diagnosis"
+CASES.update({
+    ("GET", _DIAGNOSIS, 200): ("api", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
+    ("GET", _DIAGNOSIS, 400): ("api", f"/api/v1/pods/{LONG}/diagnosis", {}),
+    ("GET", _DIAGNOSIS, 404): ("api", "/api/v1/pods/uid-nobody/diagnosis", {}),
+    ("GET", _DIAGNOSIS, 409): ("api", "/api/v1/pods/uid-running/diagnosis", {}),
+    ("GET", _DIAGNOSIS, 502): ("failing", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
+    ("GET", _DIAGNOSIS, 503): ("ownerless", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
+})
 for _action in ("forget", "expire"):
     _path = f"/api/v1/pods/{{uid}}/{_action}"
     CASES.update({
@@ -131,6 +142,7 @@ def callers(owner, api, viewer_api, monkeypatch):
                 if fault:
                     for name in ("forget_pod", "expire_pod", "schedule_pod"):
                         patch.setattr(f"dashboard.web.pods.actions.{name}", fault)
+                    patch.setattr("dashboard.clients.owner_client.diagnose", fault)
                 return getattr(client, method)(url, **kwargs)
         return call
 
