@@ -1,14 +1,17 @@
-"""The leader lease (redis-py's Lock with a term) on the run's real Redis, and the backoff
-the owner's loop meets Redis outages with."""
+"""The leader lease (redis-py's Lock, its term in the database) on the run's real Redis and
+PostgreSQL, its renewal thread, and the backoff the owner's loop meets Redis outages with."""
 import socket
 import threading
+import time
 import uuid
 
 import pytest
 import redis
 from django.conf import settings
+from django.db import connections
 
-from dashboard.owner.leader import MARGIN, LeaderLease
+from dashboard.owner.fence import current_term
+from dashboard.owner.leader import LeaderLease
 from dashboard.runtime.redis_outage import RedisBackoff, loop_client
 from dashboard.wire.clients import redis_client
 from tests.waiting import wait_for
@@ -22,6 +25,9 @@ class Clock:
         return self.now
 
 
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
 @pytest.fixture
 def key(redis_url):
     name = f"schedview:test:lease:{uuid.uuid4().hex}"
@@ -30,13 +36,26 @@ def key(redis_url):
 
 
 def lease(key, holder, seconds=5.0, clock=None):
-    return LeaderLease(redis_client(settings.REDIS_URL), key, lease=seconds, holder=holder,
+    """A lease of `seconds`, renewed every tenth of it, doubted at two thirds of it."""
+    return LeaderLease(redis_client(settings.REDIS_URL), key, duration=seconds,
+                       renew_deadline=seconds * 2 / 3, retry=seconds / 10, holder=holder,
                        **({"clock": clock} if clock else {}))
 
 
 def expired(key):
     wait_for(lambda: not redis_client(settings.REDIS_URL).exists(key), 10,
              "the lease to expire in Redis")
+
+
+def in_thread(waiting):
+    """`waiting` for a thread of its own, which closes its database connection (the term's)
+    when done, as the owner's thread does when the process ends."""
+    def run():
+        try:
+            waiting()
+        finally:
+            connections.close_all()
+    return run
 
 
 def closed_port() -> int:
@@ -55,24 +74,50 @@ def test_one_owner_holds_the_lease_and_another_cannot_take_it(key):
     assert not a.held() and b.try_acquire()
 
 
-def test_the_leader_stops_counting_on_its_lease_a_margin_before_it_expires(key):
+def test_the_leader_stops_counting_on_its_lease_at_the_renew_deadline(key):
     clock = Clock()
-    a = lease(key, "a", seconds=5.0, clock=clock)
+    a = lease(key, "a", seconds=15.0, clock=clock)
+    assert (a.duration, a.renew_deadline, a.retry) == (15.0, 10.0, 1.5)
     assert a.try_acquire()
-    clock.now += 5.0 - MARGIN - 0.01
+    clock.now += 10.0 - 0.01
     assert a.held()
     clock.now += 0.02
     assert not a.held()
     assert a.renew() and a.held()       # a renewal counts from when it was sent
 
 
-def test_a_lease_that_expired_with_nobody_taking_it_is_taken_back(key):
+def test_the_durations_default_to_client_gos():
+    a = LeaderLease(redis_client(settings.REDIS_URL), holder="a")
+    assert (a.duration, a.renew_deadline, a.retry) == (15.0, 10.0, 2.0)
+
+
+def test_every_taking_bumps_the_term_in_the_database_and_its_copy_in_redis(key):
+    a, b = lease(key, "a"), lease(key, "b")
+    assert a.try_acquire()
+    assert current_term() == a.term
+    a.release()
+    assert b.try_acquire() and b.term == a.term + 1 == current_term()
+    assert int(redis_client(settings.REDIS_URL).get(b.term_key)) == b.term
+
+
+def test_a_lease_that_expired_with_nobody_taking_it_is_taken_back_under_its_term(key):
     a = lease(key, "a", seconds=0.3)
     assert a.try_acquire()
     term = a.term
     expired(key)
     assert a.renew() and a.held()
-    assert a.term == term + 1 and a.holder().startswith("a:")
+    assert a.term == term == current_term() and a.holder().startswith("a:")
+
+
+def test_an_emptied_redis_is_no_takeover(key):
+    """Redis restarted empty (FLUSHDB): the lease and the term's copy are gone; the database
+    proves nobody led since, so the leader takes both back under its own term."""
+    client = redis_client(settings.REDIS_URL)
+    a = lease(key, "a")
+    assert a.try_acquire()
+    client.delete(key, a.term_key)
+    assert a.renew() and a.held() and not a.lost.is_set()
+    assert a.holder().startswith("a:") and int(client.get(a.term_key)) == a.term
 
 
 def test_a_lease_another_owner_took_is_lost(key):
@@ -80,7 +125,7 @@ def test_a_lease_another_owner_took_is_lost(key):
     assert a.try_acquire()
     expired(key)
     assert b.try_acquire()
-    assert not a.renew() and not a.held()
+    assert not a.renew() and not a.held() and a.lost.is_set()
     assert b.holder().startswith("b:")
 
 
@@ -93,6 +138,40 @@ def test_a_lease_another_owner_held_in_between_is_not_taken_back(key):
     assert not a.renew() and not a.held()
     assert not redis_client(settings.REDIS_URL).exists(key), \
         "the stale owner let go of what it took"
+
+
+def test_a_starved_owner_thread_does_not_starve_the_renewal(key):
+    """The owner's thread busy in pure Python for three lease periods (a comparison, a long
+    flush): the renewal's own thread keeps the lease, and nobody else can take it."""
+    a, b = lease(key, "a", seconds=1.0), lease(key, "b", seconds=1.0)
+    doubts = []
+    assert a.try_acquire()
+    a.start_renewing(on_doubt=lambda: doubts.append("doubt"))
+    try:
+        busy_until = time.monotonic() + 3.0
+        while time.monotonic() < busy_until:    # starving, not waiting: it never blocks
+            sum(range(10_000))
+        assert a.held() and doubts == []
+        assert not b.try_acquire()
+    finally:
+        a.stop_renewing()
+
+
+def test_the_renewal_thread_tells_the_owner_at_once_when_the_lease_is_lost(key):
+    """It finds another owner holding the lease at its next renewal, and calls `on_doubt`
+    then (where the owner closes kube-scheduler's listener), whatever the owner's thread does."""
+    a, b = lease(key, "a", seconds=1.0), lease(key, "b", seconds=5.0)
+    doubted = threading.Event()
+    assert a.try_acquire()
+    a.start_renewing(on_doubt=doubted.set)
+    try:
+        redis_client(settings.REDIS_URL).delete(key)
+        assert b.try_acquire()
+        wait_for(doubted.is_set, 5, "the renewal thread to find the lease lost")
+        assert a.lost.is_set() and not a.held()
+        assert b.holder().startswith("b:")
+    finally:
+        a.stop_renewing()
 
 
 def test_an_unreachable_redis_is_an_error_the_backoff_spaces_tries_at(key):
@@ -118,7 +197,7 @@ def test_a_standby_waits_until_the_lease_is_free_or_it_is_told_to_stop(key, endi
     assert a.try_acquire()
     stop = threading.Event()
     result = []
-    waiter = threading.Thread(target=lambda: result.append(b.wait(stop, poll=0.05)))
+    waiter = threading.Thread(target=in_thread(lambda: result.append(b.wait(stop, poll=0.05))))
     waiter.start()
     if ending == "stop":
         stop.set()
@@ -136,7 +215,8 @@ def test_an_owner_restarted_under_its_dead_self_lets_the_standby_take_over(key):
     assert dead.try_acquire()                               # then it is killed: no renew
     standby, restarted = lease(key, "owner-b", seconds=1.0), lease(key, "owner-a", seconds=60)
     stop, won = threading.Event(), []
-    waiters = [threading.Thread(target=lambda w=w: w.wait(stop, poll=0.05) and won.append(w))
+    waiters = [threading.Thread(target=in_thread(lambda w=w: w.wait(stop, poll=0.05)
+                                               and won.append(w)))
                for w in (restarted, standby)]
     for waiter in waiters:
         waiter.start()
