@@ -8,8 +8,10 @@ import uuid
 import pytest
 import redis
 from django.conf import settings
-from django.db import connections
+from django.db import OperationalError, connections
 
+from dashboard.management.commands import watch
+from dashboard.owner import runner
 from dashboard.owner.fence import current_term
 from dashboard.owner.leader import LeaderLease
 from dashboard.runtime.redis_outage import RedisBackoff, loop_client
@@ -227,3 +229,36 @@ def test_an_owner_restarted_under_its_dead_self_lets_the_standby_take_over(key):
         for waiter in waiters:
             waiter.join(5)
     assert won == [standby]
+
+
+def test_an_owner_that_cannot_work_gives_the_lease_to_a_healthy_standby(key, monkeypatch):
+    """Its database broken (issue 22, item 2): the owner fails as it starts leading, closes
+    its connections, gives the lease back and pauses at least a renewal period before
+    contending again, so the standby, which looks every half second, takes the lease."""
+    failures, closed = [], []
+
+    def broken(stop, redis, lease, probes=None):
+        failures.append(lease.term)
+        raise OperationalError("the connection is closed (test)")
+    monkeypatch.setattr(runner, "run", broken)
+    monkeypatch.setattr(watch.db.connections, "close_all", lambda: closed.append(1))
+    # Renewal every second: longer than the standby's look at the lease, as by default.
+    sick, healthy = lease(key, "sick", seconds=10.0), lease(key, "healthy", seconds=10.0)
+    stop, won = threading.Event(), []
+    command = watch.Command()
+    sick_thread = threading.Thread(target=in_thread(lambda: command.own_while_leading(
+        stop, None, sick, watch.OwnerProbes(), "sick")))
+    sick_thread.start()
+    try:
+        wait_for(lambda: failures, 5, "the sick owner to lead and fail")
+        standby = threading.Thread(target=in_thread(
+            lambda: healthy.wait(stop) and won.append(healthy)))
+        standby.start()
+        wait_for(lambda: won, 5, "the healthy standby to take the lease")
+        closed_by_then = len(closed)
+    finally:
+        stop.set()
+        sick_thread.join(10)
+        standby.join(10)
+    assert healthy.holder().startswith("healthy:") and len(failures) == 1
+    assert closed_by_then, "the broken connections were not closed"
