@@ -88,6 +88,9 @@ class LeaderLease:
         sent = self.clock()
         try:
             self.lock.extend(self.duration, replace_ttl=True)
+            # Redis's copy of the term again, in case a retake's was cut off by an outage:
+            # the fenced writes there wait for it (it never replaces a later term's).
+            self.fence.mirror(self.term)
         except LockNotOwnedError:
             if not self._retake():
                 self._held_until = 0.0
