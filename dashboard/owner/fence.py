@@ -15,10 +15,6 @@ from django.db import connections, transaction
 
 from dashboard.models import LeaseTerm
 
-# Seconds a writer's transaction may sit idle: a writer frozen mid-transaction (SIGSTOP)
-# would otherwise hold the term's row, and with it the next owner's taking, until it wakes.
-IDLE_IN_TRANSACTION = "5s"
-
 # KEYS[1]: the term's copy; ARGV[1]: the writer's term; then (key, value, ttl) threes,
 # a ttl of 0 meaning none.
 _SET_IF_TERM = """
@@ -44,7 +40,19 @@ class StaleTerm(RuntimeError):
 
 
 def take_term() -> int:
-    """Bump the database's term for an owner taking the lease; its new term."""
+    """Bump the database's term for an owner taking the lease; its new term.
+
+    A write under way holds the term's row to its commit. One of an owner frozen
+    mid-write (SIGSTOP) would hold it, and the rows it touched, until that owner wakes:
+    on PostgreSQL the taker first ends every other session writing under a term (its
+    owner's lease is gone, so whatever it writes is stale: rolled back now, not later)."""
+    connection = connections["default"]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_locks "
+                           "WHERE locktype = 'relation' AND relation = %s::regclass "
+                           "AND mode = 'RowExclusiveLock' AND pid <> pg_backend_pid()",
+                           [LeaseTerm._meta.db_table])
     with transaction.atomic():
         # The row is the migration's; made here when the table was emptied (tests' flushes).
         row, _ = LeaseTerm.objects.select_for_update().get_or_create(pk=1)
@@ -60,11 +68,6 @@ def current_term() -> int:
 def hold_term(term: int):
     """Inside a write's transaction, first: lock the term's row if it is still `term`
     (the write then commits before any taking), else raise StaleTerm (rolling it back)."""
-    connection = connections["default"]
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL idle_in_transaction_session_timeout = "
-                           f"'{IDLE_IN_TRANSACTION}'")
     if not LeaseTerm.objects.filter(pk=1, term=term).update(term=term):
         raise StaleTerm(f"the lease's term is no longer {term}: another owner took it")
 

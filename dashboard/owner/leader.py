@@ -19,7 +19,8 @@ carries on under the same term. Otherwise it has lost the lease for good (`lost`
 
 A standby that met an outage waits a lease period of Redis answering before it
 contends, so that a leader whose lease ran out during the outage takes it back
-first instead of handing the cluster to an owner that must list it from scratch.
+first instead of handing the cluster to an owner that must list it from scratch; so
+does a standby that finds the lease gone with its term (Redis emptied under a leader).
 """
 import logging
 import threading
@@ -171,6 +172,7 @@ class LeaderLease:
             held_by = ""
         mine = held_by and holder_name(held_by) == holder_name(self.token)
         contend_at = self.clock() + self.duration if mine else 0.0
+        seen_held = False       # whether another owner held the lease at our last try
         while not stop.is_set():
             pause = poll
             if backoff.ready():
@@ -179,8 +181,19 @@ class LeaderLease:
                         self.client.ping()
                         contend_at = self.clock() + self.duration
                         backoff.succeeded()
-                    if self.clock() >= contend_at and self.try_acquire():
+                    if self.clock() < contend_at:
+                        pass
+                    elif seen_held and not self.client.exists(self.term_key):
+                        # The lease went with its term: Redis was emptied (FLUSHDB, a
+                        # restart without its data) under a leader, which takes its lease
+                        # back at its next renewal; no expiry or release takes the term.
+                        log.warning("the leader lease vanished with its term (Redis was "
+                                    "emptied); contending in %g s", self.duration)
+                        contend_at, seen_held = self.clock() + self.duration, False
+                    elif self.try_acquire():
                         return True
+                    else:
+                        seen_held = True
                 except UNREACHABLE as error:
                     backoff.failed(error)
                 except DatabaseError as error:

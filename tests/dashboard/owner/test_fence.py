@@ -2,14 +2,16 @@
 no longer the lease's lands nowhere (rows, history, the sequence counter, the browsers'
 channel), and the writer that met a stale term writes and publishes nothing more."""
 import asyncio
+import threading
 import uuid
 
 import pytest
 from django.conf import settings
+from django.db import DatabaseError, connection, connections, transaction
 
 from dashboard.models import PodRecord, Transition
 from dashboard.owner import projection
-from dashboard.owner.fence import RedisFence, StaleTerm, current_term, take_term
+from dashboard.owner.fence import RedisFence, StaleTerm, current_term, hold_term, take_term
 from dashboard.owner.fenced_layer import FencedChannelLayer
 from dashboard.owner.projection import Batch, ProjectionWriter
 from dashboard.owner.publisher import Publisher
@@ -41,6 +43,40 @@ def test_a_write_under_the_current_term_lands_and_one_under_a_stale_term_does_no
         projection.write(batch(mine, "b", 2))
     assert list(PodRecord.objects.values_list("uid", flat=True)) == ["a"]
     assert list(Transition.objects.values_list("seq", flat=True)) == [1]
+
+
+def test_a_taking_is_not_held_up_by_a_writer_frozen_mid_write():
+    """A writer frozen (SIGSTOP) inside its transaction holds the term's row: the next
+    owner's taking ends that session instead of waiting for it, and nothing of it lands."""
+    if connection.vendor != "postgresql":
+        pytest.skip("sessions are ended on PostgreSQL")
+    mine = take_term()
+    holding, wake, failed = threading.Event(), threading.Event(), []
+
+    def frozen_writer():
+        try:
+            with transaction.atomic():
+                hold_term(mine)
+                Transition.objects.create(**transition(1, "a"))
+                holding.set()
+                wake.wait(10)
+        except DatabaseError as error:
+            failed.append(error)
+        finally:
+            connections.close_all()
+    writer = threading.Thread(target=frozen_writer)
+    writer.start()
+    assert holding.wait(10)
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '3s'")   # waiting on the frozen writer fails
+    try:
+        assert take_term() == mine + 1
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET lock_timeout")
+        wake.set()
+        writer.join(10)
+    assert failed and not Transition.objects.exists()
 
 
 def test_the_writer_that_met_a_stale_term_writes_and_publishes_nothing_more():

@@ -262,3 +262,33 @@ def test_an_owner_that_cannot_work_gives_the_lease_to_a_healthy_standby(key, mon
         standby.join(10)
     assert healthy.holder().startswith("healthy:") and len(failures) == 1
     assert closed_by_then, "the broken connections were not closed"
+
+
+def test_a_standby_lets_the_leader_take_back_a_lease_redis_lost_with_its_term(key, caplog):
+    """FLUSHDB under a leader and its standby: the standby, which saw the lease held, finds it
+    gone with its term and waits a lease period; the leader takes it back meanwhile."""
+    client = redis_client(settings.REDIS_URL)
+    a, b = lease(key, "a"), lease(key, "b")
+    assert a.try_acquire()
+    stop, won, tries = threading.Event(), [], []
+    take = b.try_acquire
+
+    def counted():          # a try the standby made, once it has found the lease held
+        taken = take()
+        tries.append(taken)
+        return taken
+    b.try_acquire = counted
+    waiter = threading.Thread(target=in_thread(lambda: b.wait(stop, poll=0.05)
+                                               and won.append(b)))
+    waiter.start()
+    try:
+        wait_for(lambda: tries, 5, "the standby to find the lease held")
+        assert tries[0] is False
+        client.delete(key, a.term_key)
+        wait_for(lambda: "vanished with its term" in caplog.text, 5,
+                 "the standby to find the lease gone with its term")
+        assert a.renew() and a.holder().startswith("a:")
+    finally:
+        stop.set()
+        waiter.join(5)
+    assert won == [] and not a.lost.is_set()
