@@ -34,9 +34,9 @@ from dashboard.owner.extender.listener import ExtenderListener
 from dashboard.owner.extender.listener_tls import ExtenderTLS
 from dashboard.owner.extender.owner_calls import OwnerCalls
 from dashboard.owner.extender.statuses import PodScheduleStatuses
+from dashboard.owner.leader import LeaderLease
 from dashboard.owner.owner import CacheOwner
 from dashboard.owner.projection import ProjectionWriter
-from dashboard.owner.leader import LeaderLease
 from dashboard.owner.publisher import Publisher
 from dashboard.wire.extender import BIND_INFO_ANNOTATION
 from dashboard.wire.keys import OWNER_SEQ
@@ -193,7 +193,7 @@ def step(owner: CacheOwner, deadlines: dict, lease=None, clock=time.time,
     feed instead."""
     if lease is not None and lease.lost.is_set():
         raise LeadershipLost("the leader lease was lost to another owner; standing by")
-    if getattr(owner.writer, "stale", False):
+    if owner.writer is not None and owner.writer.stale:
         raise LeadershipLost("another owner took the lease (a write was refused under this "
                              "owner's term); standing by")
     if lease is not None and not lease.held():

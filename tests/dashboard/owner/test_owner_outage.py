@@ -40,6 +40,7 @@ class Lease:
 class Writer:
     def __init__(self):
         self.batches = []
+        self.stale = False          # the projection writer's: a write was refused as stale
 
     def submit(self, batch, then=None):
         self.batches.append(batch)
