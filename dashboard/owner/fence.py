@@ -26,11 +26,11 @@ end
 return 1
 """
 
-# Sets the copy of the term, never backwards (an owner that lost the race cannot undo it).
+# Sets the copy of the term (KEYS[2]) only while the lease (KEYS[1]) holds the setter's
+# token (ARGV[1]): an owner that lost the lease since cannot put its term back.
 _MIRROR = """
-local held = redis.call('GET', KEYS[1])
-if held and tonumber(held) > tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[2], ARGV[2])
 return 1
 """
 
@@ -75,15 +75,16 @@ def hold_term(term: int):
 class RedisFence:
     """The Redis side of the fence: writes there that land only under the writer's term."""
 
-    def __init__(self, client, term_key: str):
+    def __init__(self, client, lease_key: str, term_key: str):
         self.client = client
+        self.lease_key = lease_key
         self.term_key = term_key
         self._set_if_term = client.register_script(_SET_IF_TERM)
         self._mirror = client.register_script(_MIRROR)
 
-    def mirror(self, term: int) -> bool:
-        """Set Redis's copy of the term (False: a later term is there already)."""
-        return bool(self._mirror(keys=[self.term_key], args=[term]))
+    def mirror(self, token: str, term: int) -> bool:
+        """Set Redis's copy of the term, if the lease holds `token` (else False)."""
+        return bool(self._mirror(keys=[self.lease_key, self.term_key], args=[token, term]))
 
     def set(self, term: int, values: dict) -> bool:
         """SET each key to its (value, ttl seconds or 0) if `term` is current; whether it did.

@@ -49,7 +49,7 @@ class LeaderLease:
         self.token = lease_token(holder or "owner")
         self.lock = client.lock(key, timeout=self.duration, thread_local=False)
         self.term_key = lease_term(key)
-        self.fence = RedisFence(client, self.term_key)
+        self.fence = RedisFence(client, key, self.term_key)
         self.term = None
         self.lost = threading.Event()     # another owner took the lease: stand by
         self._held_until = 0.0
@@ -74,9 +74,8 @@ class LeaderLease:
         except DatabaseError:
             self.release()
             raise
-        if not self.fence.mirror(term):
-            self.release()      # a later term is in Redis: another owner took the lease since
-            return False
+        if not self.fence.mirror(self.token, term):
+            return False        # the lease passed on meanwhile (it outlived our taking)
         self.term = term
         self.lost.clear()
         self._granted(sent)
@@ -90,8 +89,8 @@ class LeaderLease:
         try:
             self.lock.extend(self.duration, replace_ttl=True)
             # Redis's copy of the term again, in case a retake's was cut off by an outage:
-            # the fenced writes there wait for it (it never replaces a later term's).
-            self.fence.mirror(self.term)
+            # the fenced writes there wait for it.
+            self.fence.mirror(self.token, self.term)
         except LockNotOwnedError:
             if not self._retake():
                 self._held_until = 0.0
@@ -110,7 +109,7 @@ class LeaderLease:
         except DatabaseError:
             self.release()      # unproven: another owner may have it meanwhile
             raise
-        if term != self.term or not self.fence.mirror(term):
+        if term != self.term or not self.fence.mirror(self.token, term):
             log.warning("the leader lease expired and another owner led since (term %s -> %d)",
                         self.term, term)
             self.release()

@@ -96,17 +96,20 @@ def test_the_writer_that_met_a_stale_term_writes_and_publishes_nothing_more():
 
 def test_redis_writes_land_only_under_the_current_term(term_key):
     client = redis_client(settings.REDIS_URL)
-    fence = RedisFence(client, term_key)
-    seq_key = term_key + ":seq"
+    lease_key, seq_key = term_key + ":lease", term_key + ":seq"
+    fence = RedisFence(client, lease_key, term_key)
     try:
-        assert fence.mirror(4)
+        client.set(lease_key, "owner-a:1")
+        assert fence.mirror("owner-a:1", 4)
         assert fence.set(4, {seq_key: (10, 0)}) and client.get(seq_key) == b"10"
-        assert fence.mirror(5) and not fence.mirror(4)     # a copy never runs backwards
+        client.set(lease_key, "owner-b:2")                    # the lease passed on
+        assert not fence.mirror("owner-a:1", 3)               # the old owner cannot undo it
+        assert fence.mirror("owner-b:2", 5)
         assert not fence.set(4, {seq_key: (11, 0)}) and client.get(seq_key) == b"10"
-        client.delete(term_key)                               # an emptied Redis
+        client.delete(lease_key, term_key)                    # an emptied Redis
         assert not fence.set(5, {seq_key: (12, 0)}) and client.get(seq_key) == b"10"
     finally:
-        client.delete(seq_key)
+        client.delete(lease_key, seq_key)
 
 
 def first_message(channel):
@@ -146,11 +149,13 @@ def joined():
 def test_a_publish_under_a_stale_term_is_held_not_sent(term_key):
     """A browser's channel in the group: the stale owner's send is refused in Redis, and its
     events are held; once the term is proven current again they go out with the next."""
-    fence = RedisFence(redis_client(settings.REDIS_URL), term_key)
+    client = redis_client(settings.REDIS_URL)
+    fence = RedisFence(client, term_key + ":lease", term_key)
     channel = joined()
     publisher = Publisher(fail_fast_layer(FencedChannelLayer), term_key=term_key)
     try:
-        fence.mirror(7)
+        client.set(term_key + ":lease", "owner-b:1")
+        assert fence.mirror("owner-b:1", 7)
         publisher.publish([{"seq": 1}], {"seq": 1}, term=6)
         assert publisher.refused == 1 and publisher.sent == 0
         publisher.publish([{"seq": 2}], {"seq": 2}, term=7)
@@ -158,5 +163,6 @@ def test_a_publish_under_a_stale_term_is_held_not_sent(term_key):
     finally:
         publisher.close()
         left(channel)
+        client.delete(term_key + ":lease")
     assert [e["seq"] for e in message["events"]] == [1, 2]
     assert message["status"] == {"seq": 2} and publisher.sent == 2

@@ -16,6 +16,7 @@ from dashboard.owner.fence import current_term
 from dashboard.owner.leader import LeaderLease
 from dashboard.runtime.redis_outage import RedisBackoff, loop_client
 from dashboard.wire.clients import redis_client
+from dashboard.wire.keys import lease_term
 from tests.waiting import wait_for
 
 
@@ -292,3 +293,13 @@ def test_a_standby_lets_the_leader_take_back_a_lease_redis_lost_with_its_term(ke
         stop.set()
         waiter.join(5)
     assert won == [] and not a.lost.is_set()
+
+
+def test_a_database_whose_term_went_back_still_lets_an_owner_lead(key):
+    """A database restored from a backup (or a new one) has a lower term than Redis's copy:
+    the taker holding the lease sets the copy to the database's term, the one that fences."""
+    client = redis_client(settings.REDIS_URL)
+    client.set(lease_term(key), 1_000)
+    a = lease(key, "a")
+    assert a.try_acquire() and a.term < 1_000
+    assert int(client.get(a.term_key)) == a.term
