@@ -121,6 +121,15 @@ class Transition(models.Model):
         ordering = ["seq"]
 
 
+class LeaseTerm(models.Model):
+    """The leader lease's term (one row): bumped by every owner that takes the lease, and
+    checked by every write of an owner in the same transaction (`dashboard/owner/fence.py`),
+    so an owner whose term has passed writes nothing. Kept here, not only in Redis, so an
+    emptied Redis cannot make a term run backwards."""
+
+    term = models.BigIntegerField(default=0)
+
+
 class PrunedHistory(models.Model):
     """How far the history was pruned (one row): a reader asking for transitions below
     `below_seq` learns they are gone rather than silently getting fewer."""

@@ -236,6 +236,20 @@ SCHEDVIEW_CACHE_TTL = env.float("SCHEDVIEW_CACHE_TTL", default=30.0)
 if SCHEDVIEW_CACHE_TTL < 0:
     raise ImproperlyConfigured("SCHEDVIEW_CACHE_TTL must be 0 (never expire) or positive")
 
+# The leader lease between cache owners, with client-go's leader election defaults: a
+# lease lives SCHEDVIEW_LEASE_DURATION seconds without a renewal (a standby takes it
+# after that), the leader renews every SCHEDVIEW_LEASE_RETRY_PERIOD on a thread of its
+# own and stops acting as leader when it could not renew for SCHEDVIEW_LEASE_RENEW_DEADLINE.
+SCHEDVIEW_LEASE_DURATION = env.float("SCHEDVIEW_LEASE_DURATION", default=15.0)
+SCHEDVIEW_LEASE_RENEW_DEADLINE = env.float("SCHEDVIEW_LEASE_RENEW_DEADLINE", default=10.0)
+SCHEDVIEW_LEASE_RETRY_PERIOD = env.float("SCHEDVIEW_LEASE_RETRY_PERIOD", default=2.0)
+if not (SCHEDVIEW_LEASE_DURATION > SCHEDVIEW_LEASE_RENEW_DEADLINE
+        > SCHEDVIEW_LEASE_RETRY_PERIOD > 0):
+    raise ImproperlyConfigured(
+        "need SCHEDVIEW_LEASE_DURATION > SCHEDVIEW_LEASE_RENEW_DEADLINE > "
+        f"SCHEDVIEW_LEASE_RETRY_PERIOD > 0, not {SCHEDVIEW_LEASE_DURATION}, "
+        f"{SCHEDVIEW_LEASE_RENEW_DEADLINE} and {SCHEDVIEW_LEASE_RETRY_PERIOD}")
+
 # --- the live feed ------------------------------------------------------------------------
 # The cluster: a kubeconfig (the embedded default writes the simulated cluster's here),
 # or the pod's own service account when running inside the cluster.

@@ -15,6 +15,7 @@ class Batch:
     comparer_runs: list = field(default_factory=list)
     audits: list = field(default_factory=list)      # AuditAction rows of the owner's own acts
     prune_epoch: int = None  # delete rows written by any other owner (after a full sync)
+    term: int = None         # the writer's lease term: written only while it is current
 
     def __bool__(self):
         return bool(self.pods or self.nodes or self.transitions or self.samples
@@ -33,3 +34,5 @@ class Batch:
         self.audits.extend(later.audits)
         if later.prune_epoch is not None:
             self.prune_epoch = later.prune_epoch
+        if later.term is not None:
+            self.term = later.term

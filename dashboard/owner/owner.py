@@ -40,7 +40,8 @@ _DECODED = (DecodedEvents, DecodedPage, DecodedList)
 class CacheOwner:
     def __init__(self, cache: Cache, *, command_server: CommandServer = None, writer=None,
                  publisher=None, redis=None, seq_base=0, epoch=0, lister=None, on_drift=None,
-                 clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0):
+                 clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0, fence=None,
+                 term=None):
         self.cache = cache
         self.feed = queue.Queue(maxsize=200_000)
         self.feed_lag = FeedLag(self.feed)
@@ -48,6 +49,9 @@ class CacheOwner:
         self.writer = writer
         self.publisher = publisher
         self.redis = redis
+        # The lease term every write and publish carries, and Redis's side of the fence
+        # (fence.py); None: unfenced (no lease, as in tests of one owner).
+        self.fence, self.term = fence, term
         self.clock = clock
         self.scheduler_verbs = {}     # op -> handler: kube-scheduler's, for the owner's listener
         self.fit_reason = None        # (pod, node) -> why it does not fit, or None (assume)
@@ -198,8 +202,9 @@ class CacheOwner:
         self.feed_lag.new_window()
         self.metrics.record_flush(events, status, batch.comparer_runs, bind_seconds)
         publish = None
+        batch.term = self.term
         if self.publisher is not None:
-            publish = functools.partial(self.publisher.publish, published, status)
+            publish = functools.partial(self.publisher.publish, published, status, self.term)
         if self.writer is not None:
             # Pages re-render from the read model, so they hear of a change only once
             # its rows are written; published first, they would draw the old state.
@@ -209,8 +214,14 @@ class CacheOwner:
         if self.redis is not None:
             # While Redis is unreachable the status waits for the flush after it answers
             # again: it says everything up to then, and the sequence number stays the latest.
-            pipe = self.redis.pipeline()
-            pipe.set(OWNER_STATUS, orjson.dumps(dict(status, at=self.clock())), ex=OWNER_STATUS_TTL)
-            pipe.set(OWNER_SEQ, status["seq"])
-            self.redis_backoff.attempt(pipe.execute)
+            values = {OWNER_STATUS: (orjson.dumps(dict(status, at=self.clock())),
+                                     OWNER_STATUS_TTL),
+                      OWNER_SEQ: (status["seq"], 0)}
+            if self.term is None:
+                pipe = self.redis.pipeline()
+                for key, (value, ttl) in values.items():
+                    pipe.set(key, value, ex=ttl or None)
+                self.redis_backoff.attempt(pipe.execute)
+            else:
+                self.redis_backoff.attempt(self.fence.set, self.term, values)
         return len(events)

@@ -29,6 +29,7 @@ from dashboard.models import (
     Transition,
 )
 from dashboard.owner.batch import Batch
+from dashboard.owner.fence import StaleTerm, hold_term
 
 log = logging.getLogger(__name__)
 
@@ -152,9 +153,11 @@ TRANSITION_INSERT = RawInsert(Transition, TRANSITION_FIELDS, conflict="seq", upd
 
 
 def write(batch: Batch):
-    """Apply one batch in one transaction."""
+    """Apply one batch in one transaction (none of it when its term is stale: StaleTerm)."""
     connection = connections["default"]
     with transaction.atomic():
+        if batch.term is not None:
+            hold_term(batch.term)
         POD_UPSERT.run(connection, [(uid, row) for uid, row in batch.pods.items()
                                     if row is not None])
         for chunk in _chunks(uid for uid, row in batch.pods.items() if row is None):
@@ -197,6 +200,7 @@ class ProjectionWriter:
         self._thread = threading.Thread(target=self._run, name="projection", daemon=True)
         self.written = 0
         self.failed = 0
+        self.stale = False     # a batch's term was stale: this writer writes nothing more
         self._idle = threading.Condition()
         self._submitted = 0
         # pauses between tries while the database is unreachable
@@ -241,6 +245,11 @@ class ProjectionWriter:
             try:
                 write(batch)
                 return thens, closing, "written"
+            except StaleTerm as error:
+                log.warning("%s; this owner's writes end (%d pods, %d nodes, %d transitions "
+                            "not written)", error, len(batch.pods), len(batch.nodes),
+                            len(batch.transitions))
+                return thens, closing, "stale"
             except (OperationalError, InterfaceError) as error:
                 unreachable = True
                 failures += 1
@@ -291,9 +300,13 @@ class ProjectionWriter:
                 if item is None:
                     return
                 batch, thens, closing = self._queued(item)
-                outcome = "written"
-                if batch:
+                outcome = "stale" if self.stale else "written"
+                if batch and not self.stale:
                     thens, closing, outcome = self._write_until_done(batch, thens, closing)
+                if outcome == "stale":
+                    # Nothing after a refused write runs: its publication least of all.
+                    self.stale, thens = True, [None] * len(thens)
+                    outcome = "failed"
                 for then in thens:
                     if then is not None:
                         try:

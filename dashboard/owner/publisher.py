@@ -7,12 +7,17 @@ their page shows.
 While Redis is unreachable the events are held and go out as one message, with
 the latest status, once it answers (tries spaced by RedisBackoff); past HELD_MAX
 the oldest are dropped: a page that sees numbers skip fills them from the history.
+
+A publish with a lease term goes out only while that term is current (fenced_layer.py):
+refused, the events are held like an outage's, until the term is proven current again
+(an emptied Redis) or the owner stops (another owner took the lease).
 """
 import asyncio
 import concurrent.futures
 import logging
 import threading
 
+from dashboard.owner.fenced_layer import FencedChannelLayer
 from dashboard.runtime.redis_outage import (
     SOCKET_TIMEOUT,
     UNREACHABLE,
@@ -35,26 +40,39 @@ class Publisher:
     instance of its own too: the process's shared one would hold connections of this
     loop, which its other users' close_pools() cannot close from theirs."""
 
-    def __init__(self, layer=None):
-        self.layer = layer or fail_fast_layer()
+    def __init__(self, layer=None, term_key=None):
+        self.layer = layer or fail_fast_layer(FencedChannelLayer)
+        self.term_key = term_key      # Redis's copy of the lease term, which fences sends
         self.sent = 0
+        self.refused = 0              # sends refused under a term that was not current
         self.backoff = RedisBackoff("publisher")
         self._held = []
         self._loop = None
         self._lock = threading.Lock()
 
-    def publish(self, events: list, status: dict):
-        """Send `events` (with what is held from earlier) and `status`, or hold them."""
+    def publish(self, events: list, status: dict, term: int = None):
+        """Send `events` (with what is held from earlier) and `status`, or hold them; with
+        a `term`, only while it is the lease's current one."""
         self._held.extend(events)
         if not (self._held or status) or not self.backoff.ready():
             return
+        message = events_message(self._held, status)
         try:
-            self._run(self.layer.group_send(EVENTS_GROUP, events_message(self._held, status)))
+            sent = True
+            if term is None:
+                self._run(self.layer.group_send(EVENTS_GROUP, message))
+            else:
+                sent = self._run(self.layer.fenced_group_send(EVENTS_GROUP, message,
+                                                              self.term_key, term))
         except (*UNREACHABLE, concurrent.futures.TimeoutError) as error:
             self.backoff.failed(error)
             del self._held[:-HELD_MAX]
             return
         self.backoff.succeeded()
+        if not sent:
+            self.refused += 1
+            del self._held[:-HELD_MAX]
+            return
         self.sent += len(self._held)
         self._held = []
 

@@ -2,10 +2,10 @@
 
 One thread applies everything in small steps; the reflectors run in threads of
 their own and only hand items to the owner's queue; the writer thread only
-writes rows. The loop renews the leader lease every second; while Redis is
-unreachable it keeps the cache current, and stops acting as leader before the lease
-could have passed to another owner (see leader.py); it stops (the process stands
-by again) the moment another owner took the lease.
+writes rows. The leader lease is renewed by a thread of its own (leader.py), which
+closes kube-scheduler's extender listener the moment the lease is in doubt. While it
+is in doubt the loop keeps the cache current and acts on nothing; it stops (the process
+stands by again) the moment the lease is lost or a write finds its term stale (fence.py).
 """
 import functools
 import gc
@@ -34,6 +34,7 @@ from dashboard.owner.extender.listener import ExtenderListener
 from dashboard.owner.extender.listener_tls import ExtenderTLS
 from dashboard.owner.extender.owner_calls import OwnerCalls
 from dashboard.owner.extender.statuses import PodScheduleStatuses
+from dashboard.owner.leader import LeaderLease
 from dashboard.owner.owner import CacheOwner
 from dashboard.owner.projection import ProjectionWriter
 from dashboard.owner.publisher import Publisher
@@ -46,14 +47,14 @@ log = logging.getLogger(__name__)
 
 FLUSH_PERIOD = 0.1       # events reach browsers and the database within this
 SNAPSHOT_PERIOD = 1.0
-RENEW_PERIOD = 1.0
 IDLE_WAIT = 0.02         # seconds an idle owner waits for work before looking again
 FEED_CHUNK = 200         # feed items applied between turns at kube-scheduler's calls
 CALLING = 1.0            # seconds after its last call kube-scheduler counts as calling
 COMMAND_PERIOD = 0.1     # seconds between looks at Redis's commands while it calls non-stop
 LIST_TIMEOUT = 300.0     # seconds the comparer waits for its lists (150,000 pods: about 10)
-LISTEN_RETRY = 10.0      # seconds between tries to listen while the extender's address is taken
+LISTEN_RETRY = 2.0       # seconds between tries to listen while the extender's address is taken
 DEADLINE_PERIOD = 1.0    # seconds between looks for binds past their deadline
+IN_DOUBT = "the leader lease is in doubt; closed until it is held again"
 WATCH_SETTLE = 3.0       # seconds the comparer waits for the watch to pass its lists' version
 
 
@@ -111,13 +112,18 @@ def list_for_comparison(decoder: DecoderProcess, stop, settle=WATCH_SETTLE) -> C
     return CompareRequest(lists.nodes, lists.pods, listed_at, watch_behind=behind)
 
 
-def build_owner(redis, writer, clock=time.time) -> CacheOwner:
+def build_owner(redis, writer, clock=time.time, lease: LeaderLease = None) -> CacheOwner:
+    """The owner; with a `lease`, every write and publish of it fenced by the lease's term."""
+    fenced = lease is not None
     owner = CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
                        command_server=CommandServer({}, client=redis), writer=writer,
-                       publisher=Publisher(), redis=redis, seq_base=last_seq(redis),
+                       publisher=Publisher(term_key=lease.term_key if fenced else None),
+                       redis=redis, seq_base=last_seq(redis),
                        epoch=int(clock() * 1000), clock=clock,
                        bind_stuck_after=settings.SCHEDVIEW_BIND_STUCK_AFTER,
-                       bind_deadline=settings.SCHEDVIEW_BIND_DEADLINE)
+                       bind_deadline=settings.SCHEDVIEW_BIND_DEADLINE,
+                       fence=lease.fence if fenced else None,
+                       term=lease.term if fenced else None)
     attach_extender(owner)
     return owner
 
@@ -181,11 +187,17 @@ def step(owner: CacheOwner, deadlines: dict, lease=None, clock=time.time,
     filter, and Redis's slow moments would make the filter's p99. Otherwise it waits on
     Redis, as without calls.
 
-    With a `lease` (LeaderLease) no longer held, it only applies the feed (`in_doubt`).
-    While Redis is unreachable, the owner's tries at it are spaced by its backoff, and
-    it waits on the feed instead."""
+    With a `lease` (LeaderLease) no longer held, it only applies the feed (`in_doubt`);
+    lost, or a write refused as stale, it raises LeadershipLost. While Redis is
+    unreachable, the owner's tries at it are spaced by its backoff, and it waits on the
+    feed instead."""
+    if lease is not None and lease.lost.is_set():
+        raise LeadershipLost("the leader lease was lost to another owner; standing by")
+    if owner.writer is not None and owner.writer.stale:
+        raise LeadershipLost("another owner took the lease (a write was refused under this "
+                             "owner's term); standing by")
     if lease is not None and not lease.held():
-        return in_doubt(owner, deadlines, lease, clock)
+        return in_doubt(owner)
     redis = owner.redis_backoff
     served = calls.serve() if calls is not None else 0
     now = clock()
@@ -213,30 +225,42 @@ def step(owner: CacheOwner, deadlines: dict, lease=None, clock=time.time,
     if now >= deadlines.get("binds", 0.0):
         owner.forget_overdue_binds(now)
         deadlines["binds"] = now + DEADLINE_PERIOD
-    keep_lease(owner, deadlines, lease, now)
     return bool(applied or served)
 
 
-def in_doubt(owner: CacheOwner, deadlines: dict, lease, clock=time.time) -> bool:
-    """A turn while the lease may have passed to another owner (Redis unreachable past
-    its margin): the cache keeps up with the watch, and nothing is acted on (no calls,
-    no commands, no binds, no flushes: the transitions wait, in order, in the owner,
-    and the first flush after the lease is back writes and publishes them all)."""
-    applied = owner.drain_feed(wait=IDLE_WAIT)
-    keep_lease(owner, deadlines, lease, clock())
-    return bool(applied)
+def in_doubt(owner: CacheOwner) -> bool:
+    """A turn while the lease may have passed to another owner (not renewed within its
+    deadline): the cache keeps up with the watch, and nothing is acted on (no calls, no
+    commands, no binds, no flushes: the transitions wait, in order, in the owner, and
+    the first flush after the lease is back writes and publishes them all)."""
+    return bool(owner.drain_feed(wait=IDLE_WAIT))
 
 
-def keep_lease(owner: CacheOwner, deadlines: dict, lease, now: float):
-    """Extend the lease every RENEW_PERIOD (while Redis is unreachable, at its backoff's
-    pace); raises LeadershipLost when another owner took it."""
-    if lease is None or now < deadlines["renew"]:
-        return
-    tried, renewed = owner.redis_backoff.attempt(lease.renew)
-    if tried and not renewed:
-        raise LeadershipLost("the leader lease was lost to another owner; standing by")
-    if tried:
-        deadlines["renew"] = now + RENEW_PERIOD
+class SchedulerDoor:
+    """The owner's extender listener, opened by the owner's thread and closed by whichever
+    thread first finds the lease in doubt (the renewal's, even while the owner's thread is
+    busy), so the port is free for the next leader at once."""
+
+    def __init__(self, calls: OwnerCalls):
+        self.calls = calls
+        self._listener = None
+        self._open_at = 0.0
+        self._lock = threading.Lock()
+
+    def open(self, now: float):
+        """Listen, unless listening already or a failed try was too recent."""
+        with self._lock:
+            if self._listener is None and now >= self._open_at:
+                self._listener = listen_for_scheduler(self.calls)
+                self._open_at = now + LISTEN_RETRY
+
+    def close(self, why: str = ""):
+        with self._lock:
+            listener, self._listener, self._open_at = self._listener, None, 0.0
+        if listener is not None:
+            if why:
+                log.warning("kube-scheduler's extender closed: %s", why)
+            listener.close()
 
 
 def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
@@ -246,7 +270,7 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     tune_gc()
     tune_switching()
     writer = ProjectionWriter().start()
-    owner = build_owner(redis, writer, clock)
+    owner = build_owner(redis, writer, clock, lease)
     if lease is not None:
         owner.note_leader(holder_name(lease.token))
     if probes is not None:
@@ -259,14 +283,16 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     owner.comparer.on_drift = lambda: [r.request_relist() for r in reflectors]
     owner.comparer.lister = lambda: list_for_comparison(decoder, stop)
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
-    deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": clock() + RENEW_PERIOD}
+    deadlines = {"flush": 0.0, "snapshot": 0.0}
     frozen = False
     # kube-scheduler's calls on the owner's own listener, which opens once the cache is synced.
     calls = (OwnerCalls(owner.scheduler_verbs, SCHEDULER,
                         seen=lambda uid: owner.watched_pod(uid) is not None,
                         unseen_wait=settings.SCHEDVIEW_EXTENDER_UNSEEN_WAIT)
              if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
-    listener, listen_at = None, 0.0
+    door = SchedulerDoor(calls) if calls is not None else None
+    if lease is not None:
+        lease.start_renewing(on_doubt=functools.partial(door.close, IN_DOUBT) if door else None)
     try:
         while not stop.is_set():
             step(owner, deadlines, lease, clock, calls)
@@ -277,19 +303,16 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
                 frozen = True
                 log.info("synced: %d nodes, %d pods", owner.cache.node_count(),
                          owner.cache.pod_count())
-            leading = lease is None or lease.held()
-            if listener is not None and not leading:
-                log.warning("the leader lease is in doubt: kube-scheduler's extender closed "
-                            "until it is held again")
-                listener.close()
-                listener, listen_at = None, 0.0
-            if (leading and frozen and calls is not None and listener is None
-                    and clock() >= listen_at):
-                listener = listen_for_scheduler(calls)
-                listen_at = clock() + LISTEN_RETRY
+            if door is not None:
+                if lease is not None and not lease.held():
+                    door.close(IN_DOUBT)
+                elif frozen:
+                    door.open(clock())
     finally:
-        if listener is not None:
-            listener.close()
+        if door is not None:
+            door.close()
+        if lease is not None:
+            lease.stop_renewing()
         if calls is not None:
             calls.close()
         if lease is None or lease.held():

@@ -39,12 +39,13 @@ def loop_client(url: str) -> redis.Redis:
     return redis.Redis.from_url(url, **fail_fast_options())
 
 
-def fail_fast_layer() -> RedisChannelLayer:
-    """The project's channel layer, its connections failing fast (fail_fast_options), for
-    a loop's sends (group_send only: the layer's receive blocks longer than the timeout)."""
+def fail_fast_layer(layer_class=RedisChannelLayer) -> RedisChannelLayer:
+    """The project's channel layer (a `layer_class`), its connections failing fast
+    (fail_fast_options), for a loop's sends (group_send only: the layer's receive blocks
+    longer than the timeout)."""
     config = dict(settings.CHANNEL_LAYERS[DEFAULT_CHANNEL_LAYER]["CONFIG"])
     config["hosts"] = [dict(host, **fail_fast_options()) for host in config["hosts"]]
-    return RedisChannelLayer(**config)
+    return layer_class(**config)
 
 
 class RedisBackoff:

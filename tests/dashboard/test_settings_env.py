@@ -180,3 +180,21 @@ def test_bad_login_settings_are_refused_by_name(load_settings, monkeypatch, name
     monkeypatch.setenv(name, value)
     with pytest.raises(ImproperlyConfigured, match=name):
         load_settings()
+
+
+def test_the_lease_defaults_to_client_gos_durations(load_settings):
+    s = load_settings()
+    assert (s["SCHEDVIEW_LEASE_DURATION"], s["SCHEDVIEW_LEASE_RENEW_DEADLINE"],
+            s["SCHEDVIEW_LEASE_RETRY_PERIOD"]) == (15.0, 10.0, 2.0)
+
+
+@pytest.mark.parametrize("name, value", [("SCHEDVIEW_LEASE_DURATION", "10"),
+                                         ("SCHEDVIEW_LEASE_RENEW_DEADLINE", "1"),
+                                         ("SCHEDVIEW_LEASE_RETRY_PERIOD", "0")])
+def test_a_lease_that_could_pass_on_while_its_leader_acts_is_refused(load_settings,
+                                                                     monkeypatch, name, value):
+    """The renew deadline must end before the lease (a leader stops acting before a standby
+    may take over), and renewals must come within the deadline."""
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ImproperlyConfigured, match=name):
+        load_settings()

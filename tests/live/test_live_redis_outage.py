@@ -14,7 +14,6 @@ from kubernetes import client, config
 from dashboard.clients.owner_client import send
 from dashboard.clients.pools_transport import read_status
 from dashboard.models import ComparerRun, Transition
-from dashboard.owner.leader import LEASE
 from dashboard.runtime.redis_urls import redis_settings
 from dashboard.wire.clients import redis_client
 from dashboard.wire.keys import OWNER_LEASE
@@ -25,6 +24,8 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.timeout(240)
 
 OUTAGE = 20.0
+# The owners' lease: shorter than client-go's defaults, so the test is short.
+LEASE, RENEW_DEADLINE, RETRY = 5.0, 4.0, 1.0
 
 
 @pytest.fixture
@@ -32,7 +33,9 @@ def outage_stack(transactional_db, tmp_path):
     redis = PrivateRedis(tmp_path).start()
     kubeconfig = tmp_path / "kubeconfig"
     stack = Stack(tmp_path, child_env(tmp_path, redis.url, kubeconfig, cache_ttl=2,
-                                      reap_period=0.5, compare_period=3600))
+                                      reap_period=0.5, compare_period=3600,
+                                      lease_duration=LEASE, lease_renew_deadline=RENEW_DEADLINE,
+                                      lease_retry_period=RETRY))
     try:
         with override_settings(**redis_settings(redis.url)):
             stack.cluster(kubeconfig, "--nodes", "6", "--pods", "60", "--zones", "2",
@@ -75,8 +78,8 @@ def test_owners_ride_out_a_redis_outage_under_churn(outage_stack):
 
     redis.stop()
     stopped = time.monotonic()
-    # The leader cannot renew: it stops serving kube-scheduler before its lease could have
-    # passed to another owner.
+    # The leader cannot renew: it stops serving kube-scheduler at its renew deadline (its
+    # renewal thread closes the listener), before its lease could have passed on.
     wait_for(lambda: refuses(listener), LEASE, "the leader to close the extender listener")
     assert time.monotonic() - stopped < LEASE
     outage_end = stopped + OUTAGE

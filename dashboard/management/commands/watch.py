@@ -8,11 +8,13 @@ import os
 import signal
 import socket
 import threading
+import time
 
 from django import db
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from prometheus_client import REGISTRY
+from redis.backoff import ExponentialWithJitterBackoff
 
 from dashboard.owner import runner
 from dashboard.owner.decoder import warm_up
@@ -22,7 +24,7 @@ from dashboard.runtime.redis_outage import UNREACHABLE, loop_client
 
 log = logging.getLogger("owner")
 
-RESTART_PAUSE = 1.0     # seconds before standing by again after a failed start
+RESTART_PAUSE_CAP = 60.0   # seconds: the longest pause after failures in a row
 
 
 class Command(BaseCommand):
@@ -51,25 +53,40 @@ class Command(BaseCommand):
 
     def own_while_leading(self, stop, redis, lease, probes, name):
         """A lost lease or a Redis outage at the wrong moment sends this owner back to
-        standing by, never out: it stops only when told to."""
+        standing by, never out: it stops only when told to.
+
+        An owner that fails (Redis or the database failing while it starts or stops)
+        gives the lease back and pauses before contending again, at least a renewal
+        period and longer after each failure in a row, so that a healthy standby, which
+        looks every half second, takes the lease instead of it."""
+        backoff = ExponentialWithJitterBackoff(cap=RESTART_PAUSE_CAP, base=lease.retry)
+        failures = 0
         while not stop.is_set():
             self.say(f"{name}: waiting for the leader lease")
             if not lease.wait(stop):
                 return
-            self.say(f"{name}: leader; owning the cache")
+            self.say(f"{name}: leader; owning the cache (term {lease.term})")
+            led_from, failed = time.monotonic(), None
+            db.close_old_connections()      # one broken while standing by is opened anew
             try:
                 runner.run(stop, redis, lease, probes=probes)
             except runner.LeadershipLost as exc:
                 log.warning("%s", exc)
             except (*UNREACHABLE, db.Error) as exc:
-                # Redis or the database failing while the owner starts (its sequence
-                # numbers) or stops: stand by again, after a pause.
-                log.warning("the cache owner failed on %s: %s; standing by",
-                            type(exc).__name__, exc)
-                stop.wait(RESTART_PAUSE)
+                failed = exc
             finally:
                 probes.stand_by()
                 lease.release()
+            if failed is None:
+                failures = 0
+                continue
+            # A connection the failure broke is closed here, and reopened by its next use.
+            db.connections.close_all()
+            failures = 1 if time.monotonic() - led_from > lease.duration else failures + 1
+            pause = max(lease.retry, backoff.compute(failures))
+            log.warning("the cache owner failed on %s: %s; lease given back, standing by "
+                        "in %.1f s", type(failed).__name__, failed, pause)
+            stop.wait(pause)
 
     def say(self, line):
         self.stdout.write(line, ending="\n")

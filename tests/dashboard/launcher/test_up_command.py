@@ -24,12 +24,13 @@ pytestmark = pytest.mark.live
 BASE_DIR = Path(__file__).resolve().parents[3]
 
 
-def up(var_dir: Path, port: int, extender_port: int = 0) -> subprocess.Popen:
+def up(var_dir: Path, port: int, extender_port: int = 0, **settings) -> subprocess.Popen:
     """`manage.py up` with no REDIS_URL, DATABASE_URL or kubeconfig: everything embedded
     under var_dir, a small simulated cluster included; the owners' extender listener on
-    `extender_port` (0: none)."""
+    `extender_port` (0: none); SCHEDVIEW_* settings by keyword."""
     env = {name: value for name, value in os.environ.items()
            if name not in ("REDIS_URL", "DATABASE_URL", "SCHEDVIEW_KUBECONFIG")}
+    env.update({f"SCHEDVIEW_{name.upper()}": str(value) for name, value in settings.items()})
     env["SCHEDVIEW_VAR_DIR"] = str(var_dir)
     env["SCHEDVIEW_EXTENDER_ADDRESS"] = f"127.0.0.1:{extender_port}" if extender_port else ""
     # filter_answers asks about a pod the cluster lacks: refused at once, not after a wait
@@ -171,7 +172,9 @@ def filter_answers(address: str) -> bool:
 @pytest.mark.timeout(300)
 def test_up_restarts_a_killed_owner_and_the_standby_takes_over_and_nothing_outlives_it(tmp_path):
     port, extender = free_port(), f"127.0.0.1:{free_port()}"
-    process = up(tmp_path, port, int(extender.rpartition(":")[2]))
+    # A 5 s lease (client-go's default is 15 s), so that the handover is quick.
+    process = up(tmp_path, port, int(extender.rpartition(":")[2]), lease_duration=5,
+                 lease_renew_deadline=4, lease_retry_period=1)
     everything = set()
     try:
         started = read_until(process, "schedview: http")

@@ -283,7 +283,7 @@ def test_a_flush_is_published_only_once_its_rows_are_written(writer):
     seen = []
 
     class Recorder:
-        def publish(self, events, status):
+        def publish(self, events, status, term=None):
             seen.append((events, set(Transition.objects.values_list("seq", flat=True)),
                          set(PodRecord.objects.values_list("name", flat=True))))
 

@@ -3,6 +3,7 @@ applies the watch and acts on nothing, and the first turn with the lease back wr
 publishes all it held; a Redis that does not answer leaves the loop turning; a lease lost
 to another owner ends it."""
 import socket
+import threading
 
 import pytest
 from django.conf import settings
@@ -24,23 +25,22 @@ from tests.decoded_feed import synced_items, watched
 
 
 class Lease:
-    """A LeaderLease's answers, set by the test."""
+    """A LeaderLease's answers, set by the test (its renewal thread's findings)."""
 
-    def __init__(self, held=True, renews=True):
-        self.is_held, self.renews = held, renews
+    def __init__(self, held=True, lost=False):
+        self.is_held = held
+        self.lost = threading.Event()
+        if lost:
+            self.lost.set()
 
     def held(self):
-        return self.is_held
-
-    def renew(self):
-        if isinstance(self.renews, Exception):
-            raise self.renews
-        return self.renews
+        return self.is_held and not self.lost.is_set()
 
 
 class Writer:
     def __init__(self):
         self.batches = []
+        self.stale = False          # the projection writer's: a write was refused as stale
 
     def submit(self, batch, then=None):
         self.batches.append(batch)
@@ -82,7 +82,7 @@ def owner_on(client, writer, publisher=None):
 
 
 def due():
-    return {"flush": 0.0, "snapshot": 0.0, "renew": 0.0}
+    return {"flush": 0.0, "snapshot": 0.0}
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def rclient(redis_url):
 def test_in_doubt_the_owner_applies_the_watch_and_acts_on_nothing(rclient):
     writer = Writer()
     owner = owner_on(rclient, writer)
-    lease = Lease(held=False, renews=RedisConnectionError("unreachable (test)"))
+    lease = Lease(held=False)
     owner.feed.put(watched("pods", "ADDED", make_pod("p1", uid="u1", node_name="n1")))
     rclient.rpush(OWNER_COMMANDS, Request.new(Command("status", {}, "t").body(), timeout=5).to_json())
     deadlines = due()
@@ -105,8 +105,7 @@ def test_in_doubt_the_owner_applies_the_watch_and_acts_on_nothing(rclient):
     assert owner.cache.pod_count() == 1                 # the watch is applied
     assert rclient.llen(OWNER_COMMANDS) == 1              # no command is served
     assert writer.batches == []                         # nothing is written
-    lease.is_held, lease.renews = True, True
-    owner.redis_backoff.succeeded()                     # as the renewal that brought it back
+    lease.is_held = True                                # renewed again
     step(owner, due(), lease)
     assert rclient.llen(OWNER_COMMANDS) == 0
     assert writer.transitions().count("pod_added") == 1  # what was held, written at once
@@ -135,4 +134,12 @@ def test_a_redis_that_does_not_answer_leaves_the_loop_turning_and_writing():
 def test_a_lease_another_owner_took_ends_the_loop(rclient):
     owner = owner_on(rclient, Writer())
     with pytest.raises(LeadershipLost):
-        step(owner, due(), Lease(renews=False))
+        step(owner, due(), Lease(lost=True))
+
+
+def test_a_write_refused_as_stale_ends_the_loop(rclient):
+    writer = Writer()
+    writer.stale = True             # as the projection writer after a refused term
+    owner = owner_on(rclient, writer)
+    with pytest.raises(LeadershipLost):
+        step(owner, due(), Lease())

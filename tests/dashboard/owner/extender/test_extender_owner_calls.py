@@ -55,7 +55,7 @@ def test_a_queued_call_runs_before_the_feed_which_is_applied_in_chunks(owner):
     caller = threading.Thread(target=lambda: answers.append(calls.call("status", {}, 5)))
     caller.start()
     assert calls.wait(5)
-    step(owner, {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}, None, calls=calls)
+    step(owner, {"flush": NEVER, "snapshot": NEVER}, None, calls=calls)
     caller.join(5)
     assert answers[0]["feed_backlog"] == backlog      # answered before any feed item
     assert owner.feed.qsize() == backlog - FEED_CHUNK
@@ -71,7 +71,7 @@ def call_in_background(calls, op="status"):
 
 def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
     calls = OwnerCalls(owner.commands.handlers, "kube-scheduler")
-    deadlines = {"flush": NEVER, "snapshot": NEVER, "renew": NEVER}
+    deadlines = {"flush": NEVER, "snapshot": NEVER}
     client = redis_client(settings.REDIS_URL)
 
     def turn(at):
@@ -97,7 +97,7 @@ def test_while_kube_scheduler_calls_redis_is_looked_at_only_every_period(owner):
 
 def test_filter_over_the_listener_decides_on_the_owners_cache(owner, served):
     calls = OwnerCalls(owner.scheduler_verbs, "kube-scheduler")
-    deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": NEVER}
+    deadlines = {"flush": 0.0, "snapshot": 0.0}
     pod = make_pod("web", uid="uid-web", requests={"cpu": "1"})
     owner.feed.put(watched("pods", "ADDED", pod))     # pending, as the watch shows it
     served(lambda: step(owner, deadlines, None, calls=calls))

@@ -76,7 +76,7 @@ class OwnerThread:
         self.thread = threading.Thread(target=self._run, name="test-owner", daemon=True)
 
     def _run(self):
-        deadlines = {"flush": 0.0, "snapshot": 0.0, "renew": float("inf")}
+        deadlines = {"flush": 0.0, "snapshot": 0.0}
         while not self.stop.is_set():
             step(self.owner, deadlines, None, calls=self.calls)
 
