@@ -42,8 +42,6 @@ CALLS = {
     # itself deletes preemption's victims) and the demo's scenes.
     ("dashboard/standin/standin.py", "delete_namespaced_pod"): (set(), None),
     ("dashboard/standin/standin.py", "patch_namespaced_pod_status"): (set(), None),
-    ("dashboard/launcher/demo_scenes.py", "list_node"): (set(), None),
-    ("dashboard/launcher/demo_scenes.py", "list_pod_for_all_namespaces"): (set(), None),
     ("dashboard/launcher/demo_scenes.py", "create_namespaced_pod"): (set(), None),
 }
 # The Deployment of each role that calls the API.
