@@ -7,6 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from dashboard.models import PodRecord, PodState
 from tests.live.livestack import owner_status, state_of
 from tests.waiting import wait_for
 
@@ -25,6 +26,11 @@ def gpu_job(kube):
     try:
         wait_for(lambda: state_of(pod.metadata.uid) == "Pending", 30,
                  "the owner to see the pending pod")
+        # The page draws the read model's row, which the owner's writer flushes a moment
+        # after its cache has the pod.
+        wait_for(lambda: PodRecord.objects.filter(uid=pod.metadata.uid,
+                                                  state=PodState.PENDING).exists(), 30,
+                 "the pending pod's row")
         yield pod.metadata.uid
     finally:
         kube.delete_namespaced_pod("train-64-gpus", "default")
