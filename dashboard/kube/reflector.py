@@ -208,10 +208,10 @@ class Reflector:
     `backoff` (first and largest retry delay), `rand` (jitter draws in [0, 1)),
     `sleep` (how to wait a backoff; default: wait on the stop event), `stop` (an
     event shared with others, or a private one), `connect_timeout` and
-    `read_timeout` (per socket operation; the default read timeout is
-    min(watch_timeout, 60) + 30 s; lists only), `silence` (seconds a watch may say
-    nothing before it is restarted: its read timeout), `clock` (monotonic seconds,
-    for timeouts, silence and log throttling), `log_interval`.
+    `read_timeout` (per socket operation; the read timeout is a list's only),
+    `silence` (seconds a watch may say nothing before it is restarted: its read
+    timeout), `clock` (monotonic seconds, for timeouts, silence and log
+    throttling), `log_interval`.
 
     Readable from any thread: `resource_version` (the last version seen: list,
     event or bookmark), `state` ("new", "listing", "watching", "backing off",
@@ -245,7 +245,7 @@ class Reflector:
                  sleep: Callable[[float], object] | None = None,
                  stop: threading.Event | None = None,
                  log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
-                 connect_timeout: float = 10.0, read_timeout: float | None = None,
+                 connect_timeout: float = 10.0, read_timeout: float = 90.0,
                  silence: float = 75.0,
                  clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
                  label_selector: str = "", field_selector: str = "",
@@ -264,8 +264,6 @@ class Reflector:
         self._sleep = sleep if sleep is not None else self._stop.wait
         self.log = log
         self.clock = clock
-        if read_timeout is None:
-            read_timeout = min(self.watch_timeout, 60) + 30.0
         self.request_timeout = (float(connect_timeout), float(read_timeout))
         if not silence > 0:
             raise ValueError(f"silence must be a positive number of seconds, not {silence!r}")
