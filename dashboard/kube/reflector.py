@@ -311,7 +311,8 @@ class Reflector:
 
     def silent_for(self, now: float | None = None) -> float | None:
         """Seconds since the server last spoke (a list page, a watch event or bookmark),
-        at `now` (clock() by default); None before run() started. Any thread."""
+        at `now` (clock() by default); None before run() started or the server first
+        spoke. Any thread."""
         heard = self._heard
         if heard is None:
             return None
