@@ -259,6 +259,14 @@ SCHEDVIEW_IN_CLUSTER = env.bool("SCHEDVIEW_IN_CLUSTER", default=False)
 # watch-list, sendInitialEvents), so no list of every pod is held at once; a server that
 # refuses it is listed in pages anyway.
 SCHEDVIEW_WATCH_LIST = env.bool("SCHEDVIEW_WATCH_LIST", default=True)
+# Seconds the owner's watch may say nothing (no event, no bookmark) before it is dropped and
+# restarted from its last resourceVersion (issue 22): above a real API server's bookmark
+# cadence, about a minute (shared/k8s-wire capture 55), so a merely quiet watch lives.
+# Health warns "Watch silent for N s" once a watch has been silent this long.
+SCHEDVIEW_WATCH_SILENCE = env.float("SCHEDVIEW_WATCH_SILENCE", default=75.0)
+if not SCHEDVIEW_WATCH_SILENCE > 0:
+    raise ImproperlyConfigured("SCHEDVIEW_WATCH_SILENCE must be a positive number of seconds, "
+                               f"not {SCHEDVIEW_WATCH_SILENCE}")
 # Seconds between runs of the expiry reaper, and of the cache/cluster comparer.
 SCHEDVIEW_REAP_PERIOD = env.float("SCHEDVIEW_REAP_PERIOD", default=1.0)
 SCHEDVIEW_COMPARE_PERIOD = env.float("SCHEDVIEW_COMPARE_PERIOD", default=60.0)

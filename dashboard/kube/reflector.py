@@ -45,12 +45,21 @@ The watch stream is read chunk by chunk (lines split across chunks are joined)
 and each line is parsed with orjson; `kubernetes.watch.Watch` is not used (its
 model deserialisation is slow and it retries a 410 with the same stale version).
 
+A silent watch (issue 22): an API server sends a BOOKMARK about every minute on
+a watch with nothing to say (capture 55: the first at 61 s), so a watch that says
+nothing at all, no event and no bookmark, for `silence` seconds (75 by default)
+is stuck however open its connection looks. `silence` is the watch's read
+timeout: past it the watch is dropped, logged once as a warning naming the kind
+and the silence, and watched again at once from the last version.
+`silent_for()` says how long ago the server last spoke (a list page, an event or
+a bookmark), across watches, so a server that stays silent after the restart is
+still seen as silent.
+
 Stopping: a stop event (the caller's or our own) wakes every wait. While
 `run()` is active a small watchdog thread waits on it and shuts the socket of
 the request in flight, so a blocked read returns at once. Every request also
-has a (connect, read) timeout; the read timeout is longer than the server's
-bookmark interval, so a merely quiet watch is never cut, and if it does fire
-the watch resumes at once from the last version.
+has a (connect, read) timeout; a list's read timeout is `read_timeout`, a
+watch's is `silence`.
 
 The owner alone touches the cache: the reflector only calls `sink` (from its
 own thread), and an exception from `sink` ends `run()` (it is a bug, not a
@@ -199,9 +208,10 @@ class Reflector:
     `backoff` (first and largest retry delay), `rand` (jitter draws in [0, 1)),
     `sleep` (how to wait a backoff; default: wait on the stop event), `stop` (an
     event shared with others, or a private one), `connect_timeout` and
-    `read_timeout` (per socket operation; the default read timeout is
-    min(watch_timeout, 60) + 30 s, longer than a bookmark interval), `clock`
-    (monotonic seconds, for timeouts and log throttling), `log_interval`.
+    `read_timeout` (per socket operation; the read timeout is a list's only),
+    `silence` (seconds a watch may say nothing before it is restarted: its read
+    timeout), `clock` (monotonic seconds, for timeouts, silence and log
+    throttling), `log_interval`.
 
     Readable from any thread: `resource_version` (the last version seen: list,
     event or bookmark), `state` ("new", "listing", "watching", "backing off",
@@ -209,11 +219,13 @@ class Reflector:
     `stats`, which counts lists, full_lists (unpaged lists after an expired
     continue token), watch_lists (lists streamed through the watch),
     watches, events, bookmarks, expired (410s that forced a relist), timeouts
-    (watches the server closed at timeoutSeconds), idle (read timeouts),
+    (watches the server closed at timeoutSeconds), silent (watches restarted after
+    `silence` seconds without a word),
     errors (ERROR events other than 410, HTTP errors), reconnects (backoffs
     before a retry), malformed (unparseable lines, unknown types, missing
     fields) and skipped_no_uid (objects without metadata.uid, or without
     metadata.name for nodes). `wait_for()` waits for a condition on them.
+    `silent_for()`: seconds since the server last spoke.
 
     `digest` (optional) turns each object, listed or watched, into what the sink
     gets in `Relisted.items` and `Watched.obj` (the decoder process digests pods
@@ -233,7 +245,8 @@ class Reflector:
                  sleep: Callable[[float], object] | None = None,
                  stop: threading.Event | None = None,
                  log: logging.Logger = logging.getLogger("schedview.feed.reflector"),
-                 connect_timeout: float = 10.0, read_timeout: float | None = None,
+                 connect_timeout: float = 10.0, read_timeout: float = 90.0,
+                 silence: float = 75.0,
                  clock: Callable[[], float] = time.monotonic, log_interval: float = 10.0,
                  label_selector: str = "", field_selector: str = "",
                  digest: Callable[[dict], object] | None = None,
@@ -251,15 +264,17 @@ class Reflector:
         self._sleep = sleep if sleep is not None else self._stop.wait
         self.log = log
         self.clock = clock
-        # Longer than the server's bookmark interval (about a minute on a real API
-        # server, and it sends one just before timeoutSeconds), so a quiet watch lives.
-        if read_timeout is None:
-            read_timeout = min(self.watch_timeout, 60) + 30.0
         self.request_timeout = (float(connect_timeout), float(read_timeout))
+        if not silence > 0:
+            raise ValueError(f"silence must be a positive number of seconds, not {silence!r}")
+        # Above the server's bookmark cadence (capture 55), so a merely quiet watch lives.
+        self.silence = float(silence)
+        self._watch_timeouts = (float(connect_timeout), self.silence)
+        self._heard = None             # clock() when the server last spoke; None: not yet
         self.resource_version = ""
         self.stats = dict.fromkeys(
             ("lists", "full_lists", "watch_lists", "watches", "events", "bookmarks", "expired",
-             "timeouts", "idle", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
+             "timeouts", "silent", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
         self._failures = 0             # since the last healthy watch
@@ -294,6 +309,15 @@ class Reflector:
         self._relist_requested = True
         self._abort_inflight()
 
+    def silent_for(self, now: float | None = None) -> float | None:
+        """Seconds since the server last spoke (a list page, a watch event or bookmark),
+        at `now` (clock() by default); None before run() started or the server first
+        spoke. Any thread."""
+        heard = self._heard
+        if heard is None:
+            return None
+        return max(0.0, (self.clock() if now is None else now) - heard)
+
     def wait_for(self, predicate: Callable[["Reflector"], bool], timeout: float) -> bool:
         """Wait until predicate(self) holds; False if `timeout` seconds pass first.
         Re-checked whenever the state changes (a list or a watch starts or ends, a
@@ -322,6 +346,7 @@ class Reflector:
         watches from the `resource_version` already set first, listing only once that
         watch expires (a version of "0" replays every object as ADDED)."""
         self._running = True
+        self._heard = self.clock()     # the silence is counted from the start
         watchdog = threading.Thread(target=self._watchdog, name=f"reflector-{self.kind}-stop",
                                     daemon=True)
         watchdog.start()
@@ -388,7 +413,8 @@ class Reflector:
             elif why in ("disconnected", "error"):
                 self._back_off()
             just_listed = False
-            # "timeout", "idle": the server closed on time or was quiet; re-watch now
+            # "timeout", "silent": the server closed on time, or said nothing for too
+            # long (logged in _watch): re-watch from the last version now
 
     def _back_off(self) -> None:
         base, cap = self.backoff
@@ -432,9 +458,9 @@ class Reflector:
                     except OSError:
                         pass
 
-    def _call(self, **kwargs):
-        return self._list_call(_preload_content=False, _request_timeout=self.request_timeout,
-                               **kwargs)
+    def _call(self, timeouts=None, **kwargs):
+        return self._list_call(_preload_content=False,
+                               _request_timeout=timeouts or self.request_timeout, **kwargs)
 
     @staticmethod
     def _discard(resp) -> None:
@@ -485,6 +511,7 @@ class Reflector:
             raise
         self._untrack(resp)
         resp.release_conn()
+        self._heard = self.clock()
         return body
 
     def _list_pages(self, limit: int):
@@ -554,7 +581,8 @@ class Reflector:
         """One watch from resource_version, emitting events until it ends; returns why:
         "timeout" (closed by the server at timeoutSeconds), "expired" (410: relist),
         "disconnected" (failed, reset, or ended early), "error" (an ERROR event or an
-        HTTP error), "idle" (read timeout), "relist" (request_relist()), "stopped".
+        HTTP error), "silent" (nothing for `silence` seconds), "relist"
+        (request_relist()), "stopped".
         `listing`: a watch-list, which lists first (the sink gets pages and a Relisted)
         and leaves `_initial` set if the list did not end; "refused" if the server
         would not (the paged list is used from then on)."""
@@ -576,7 +604,7 @@ class Reflector:
         where = ({"send_initial_events": True, "resource_version_match": "NotOlderThan"}
                  if listing else {"resource_version": self.resource_version})
         try:
-            resp = self._call(watch=True, allow_watch_bookmarks=True,
+            resp = self._call(self._watch_timeouts, watch=True, allow_watch_bookmarks=True,
                               timeout_seconds=self.watch_timeout, **where)
         except ApiException as e:
             if e.status == 410:
@@ -604,7 +632,7 @@ class Reflector:
             if not (stop.is_set() or self._relist_requested):
                 why = self._read_stream(resp)
         except urllib3.exceptions.ReadTimeoutError:
-            why = "idle"
+            why = "silent"
         except _TRANSPORT_ERRORS as e:
             why = "disconnected"
             if not (stop.is_set() or self._relist_requested):
@@ -625,8 +653,11 @@ class Reflector:
                 why = "timeout"
             else:
                 why = "disconnected"
-        if why == "idle":
-            self.stats["idle"] += 1
+        if why == "silent":
+            self.stats["silent"] += 1
+            self.log.warning("%s watch said nothing (no event, no bookmark) for %g s: "
+                             "dropped and started again (last resourceVersion %s)", self.kind,
+                             self.silence, self.resource_version or "none")
         if self._session_lines and why not in ("error", "expired"):
             self._failures = 0  # a healthy session: the next failure backs off from the start
         return why
@@ -648,9 +679,10 @@ class Reflector:
         id_field = self._id_field
         stats = self.stats
         stop_is_set = self._stop.is_set
+        clock = self.clock
         changes = _CHANGES
         initial = self._initial     # a watch-list's initial state, until its bookmark
-        seen = 0
+        seen = heard = 0      # lines read, and when the last of them was counted as spoken
         rest = b""
         try:
             for chunk in self._chunks(resp):
@@ -722,6 +754,9 @@ class Reflector:
                         return self._watch_error(obj)
                     else:
                         self._malformed("unknown watch event type %r", etype)
+                if seen != heard:   # the server spoke (a chunk of blank lines is no word)
+                    heard = seen
+                    self._heard = clock()
                 if stop_is_set() or self._relist_requested:
                     return "stopped"
         finally:

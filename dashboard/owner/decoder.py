@@ -13,10 +13,12 @@ the owner batches of compact records over a pipe (marshal: plain values only):
   the child parses the next) and one `DecodedList` when a list is complete.
 
 Everything the Reflector guarantees still holds (it runs unchanged in the child).
-The owner reads each kind's `resource_version`, `state` and `stats` from a
-`ReflectorView`, whose version only counts events already in the owner's queue,
-so "the watch passed the list's version" (runner.list_for_comparison) still
-means "everything the list shows is queued". `request_relist()` is forwarded.
+The owner reads each kind's `resource_version`, `state`, `stats` and
+`silent_for()` (seconds since the API server last spoke) from a
+`ReflectorView`, whose version only counts events already in the owner's
+queue, so "the watch passed the list's version" (runner.list_for_comparison)
+still means "everything the list shows is queued". `request_relist()` is
+forwarded.
 
 The comparer's lists are taken here too (`list_for_comparison`): parsing every
 pod of a large cluster in the owner's process would hold its GIL for seconds and
@@ -175,7 +177,7 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
         state, version = seen[kind]
         if state in _LISTING or len(entries) < queued:
             version = delivered.get(kind, "")
-        views[kind] = (state, version, dict(r.stats), r.last_watch_end)
+        views[kind] = (state, version, dict(r.stats), r.last_watch_end, r.silent_for())
     conn.send_bytes(marshal.dumps((views, entries, received)))
 
 
@@ -275,16 +277,27 @@ def _child_main(data_conn, control_conn, api_factory, kinds, keep_annotations, r
 
 class ReflectorView:
     """One kind's reflector as the owner sees it: what Reflector offers readers, from the
-    decoder's messages, and request_relist() forwarded."""
+    decoder's messages, and request_relist() forwarded. `clock`: monotonic seconds."""
 
-    def __init__(self, kind: str, process: "DecoderProcess"):
+    def __init__(self, kind: str, process: "DecoderProcess", clock=time.monotonic):
         self.kind = kind
         self.resource_version = ""
         self.state = "new"
         self.stats: dict = {}
         self.last_watch_end = ""
+        self.clock = clock
+        # When the API server last spoke, on our clock: a silence keeps growing here when
+        # the decoder's messages stop too (a stuck or restarting decoder hears nothing).
+        self._heard_at = None
         self._process = process
         self._changed = threading.Condition()
+
+    def silent_for(self, now: float | None = None) -> float | None:
+        """Seconds since the API server last spoke to this kind's reflector (Reflector's
+        silent_for), at `now` (clock() by default); None until the decoder said."""
+        if self._heard_at is None:
+            return None
+        return max(0.0, (self.clock() if now is None else now) - self._heard_at)
 
     def request_relist(self) -> None:
         self._process._control(("relist", self.kind))
@@ -293,10 +306,13 @@ class ReflectorView:
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self), timeout)
 
-    def _update(self, state, version, stats, last_watch_end) -> None:
+    def _update(self, state, version, stats, last_watch_end, silent=None) -> None:
+        """`silent`: the reflector's silent_for() as it shipped; None keeps the last."""
         with self._changed:
             self.state, self.resource_version = state, version
             self.stats, self.last_watch_end = stats, last_watch_end
+            if silent is not None:
+                self._heard_at = self.clock() - silent
             self._changed.notify_all()
 
 

@@ -55,7 +55,8 @@ class CacheOwner:
         self.clock = clock
         self.scheduler_verbs = {}     # op -> handler: kube-scheduler's, for the owner's listener
         self.fit_reason = None        # (pod, node) -> why it does not fit, or None (assume)
-        self.status_parts = []        # () -> dict merged into status() (the extender's)
+        # () -> dict merged into status(): the extender's, the watches' silence (runner)
+        self.status_parts = []
         self.redis_backoff = RedisBackoff("cache owner")   # every call of the loop to Redis
         self.metrics = OwnerMetrics()  # what /metrics shows, fed at each flush
         self.bind_stuck_after = bind_stuck_after   # seconds until an unfinished bind is stuck

@@ -9,7 +9,7 @@ what the last flush left: a few dozen numbers, swapped in as whole objects.
 What it exports (the names the Grafana dashboard and alert rules use):
 cache pods by state, nodes, the cache's and the snapshot's generation and the lag
 between them, feed events applied and skipped, the feed and read-model backlogs, the
-feed's lag in seconds,
+feed's lag in seconds, the seconds each kind's watch has been silent,
 transitions by kind and cause, bind outcomes (transitions of cause "bind") and the
 bind's duration from assume to the bind going through, stuck binds, comparisons by result,
 each command's handling time (the extender's verbs are the `extender_*` ops), and the
@@ -122,6 +122,14 @@ class OwnerMetrics(Collector):
         for reason, count in sorted((status.get("pending_reasons") or {}).items()):
             reasons.add_metric([reason], count)
         yield reasons
+        silence = GaugeMetricFamily(
+            "schedview_watch_silence_seconds",
+            "Seconds since the API server last spoke (an event, a bookmark, a list page) to "
+            "the owner's watch of each kind; past SCHEDVIEW_WATCH_SILENCE the watch is "
+            "restarted", labels=["kind"])
+        for kind, seconds in sorted((status.get("watch_silent") or {}).items()):
+            silence.add_metric([kind], seconds)
+        yield silence
         feed = CounterMetricFamily("schedview_feed_events",
                                    "Feed events the owner handled, by result", labels=["result"])
         for result in ("applied", "skipped", "corrupted"):

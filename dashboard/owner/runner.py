@@ -38,6 +38,7 @@ from dashboard.owner.leader import LeaderLease
 from dashboard.owner.owner import CacheOwner
 from dashboard.owner.projection import ProjectionWriter
 from dashboard.owner.publisher import Publisher
+from dashboard.owner.status import watch_silence
 from dashboard.wire.extender import BIND_INFO_ANNOTATION
 from dashboard.wire.keys import OWNER_SEQ
 from dashboard.wire.lease import holder_name
@@ -278,8 +279,11 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
     # The reflectors parse and digest in a process of their own: this one only applies.
     decoder = DecoderProcess(owner.feed.put, kube.core_api,
                              keep_annotations=(BIND_INFO_ANNOTATION,),
-                             options={"watch_list": settings.SCHEDVIEW_WATCH_LIST}).start()
+                             options={"watch_list": settings.SCHEDVIEW_WATCH_LIST,
+                                      "silence": settings.SCHEDVIEW_WATCH_SILENCE}).start()
     reflectors = decoder.reflectors
+    owner.status_parts.append(functools.partial(watch_silence, reflectors,
+                                                settings.SCHEDVIEW_WATCH_SILENCE))
     owner.comparer.on_drift = lambda: [r.request_relist() for r in reflectors]
     owner.comparer.lister = lambda: list_for_comparison(decoder, stop)
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)

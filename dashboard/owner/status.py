@@ -22,6 +22,15 @@ def owner_status(owner) -> dict:
             **owner.stats, **{k: v for part in owner.status_parts for k, v in part().items()}}
 
 
+def watch_silence(reflectors, bound: float, now: float | None = None) -> dict:
+    """Seconds since the API server last spoke to each kind's watch (`reflectors`: the
+    decoder's views), and the `bound` past which a watch is restarted, for health's feed
+    check (issue 22: a silent server otherwise looks healthy with lag 0)."""
+    silent = {r.kind: r.silent_for(now) for r in reflectors}
+    return {"watch_silent": {kind: round(s, 1) for kind, s in silent.items() if s is not None},
+            "watch_silence": bound}
+
+
 def _oldest_stuck(owner, stuck):
     """The stuck bind the overview links to: the longest waiting, or None."""
     if not stuck:

@@ -157,21 +157,41 @@ def _backlog_check(name: str, title: str, owner: OwnerStatus, backlog, pair, beh
 
 def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
     """Graded by the worse of the backlog (events) and the lag (seconds): a few slow
-    events show in the lag, a flood the owner applies quickly in the backlog."""
+    events show in the lag, a flood the owner applies quickly in the backlog. A silent
+    watch warns on its own: with nothing received there is no lag (issue 22)."""
     link = _overview("owner-status")
     backlog, lag = owner.feed_backlog, owner.feed_lag
     if not owner.live or backlog is None:
         return Check("feed", "Watch feed", OK, "No owner reports it", link)
     level = max(graded(backlog, thresholds.feed_backlog),
                 graded(lag or 0, thresholds.feed_lag), key=_RANK.__getitem__)
-    if level == OK:
+    silent = silent_watches(owner)
+    if level == OK and not silent:
         behind = "" if lag is None else f"{lag:,.1f} s behind, "
         return Check("feed", "Watch feed", OK, f"Keeping up ({behind}{backlog:,} waiting)", link)
-    if lag is None:   # an owner that does not report its lag
-        return Check("feed", "Watch feed", level,
-                     f"{backlog:,} watch events wait to be applied to the cache", link)
-    return Check("feed", "Watch feed", level, f"The cache is {lag:,.1f} s behind the watch "
-                 f"({backlog:,} events wait to be applied)", link)
+    parts = []
+    if level != OK and lag is None:   # an owner that does not report its lag
+        parts.append(f"{backlog:,} watch events wait to be applied to the cache")
+    elif level != OK:
+        parts.append(f"The cache is {lag:,.1f} s behind the watch ({backlog:,} events wait "
+                     "to be applied)")
+    if silent:
+        level = max(level, WARN, key=_RANK.__getitem__)
+        parts.append("Watch silent for " + ", ".join(f"{seconds:,.0f} s ({kind})"
+                                                    for kind, seconds in silent))
+    return Check("feed", "Watch feed", level, "; ".join(parts), link)
+
+
+def silent_watches(owner: OwnerStatus) -> list[tuple[str, float]]:
+    """(kind, seconds) of the watches the API server has said nothing to (no event, no
+    bookmark) for the owner's bound (SCHEDVIEW_WATCH_SILENCE, past which it restarts
+    them). Not earlier: a real API server's quiet watch gets a bookmark only about every
+    minute (capture 55), so a shorter silence is no sign of trouble."""
+    bound = owner.counters.get("watch_silence")
+    silent = owner.counters.get("watch_silent") or {}
+    if not bound:
+        return []
+    return sorted((kind, seconds) for kind, seconds in silent.items() if seconds >= bound)
 
 
 def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:

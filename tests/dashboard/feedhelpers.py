@@ -189,7 +189,8 @@ class RecordingApi(client.CoreV1Api):
 class Script:
     """What the scripted server answers: `list_items` for a list, and for a watch
     either `watch_status` + `watch_body` (an HTTP error) or `watch_chunks` sent one
-    chunk at a time (then the final chunk, unless `hold` keeps the stream open)."""
+    chunk at a time (then the final chunk, unless `hold` keeps the stream open and
+    silent after them)."""
 
     def __init__(self):
         self.list_items: list = []
@@ -197,7 +198,7 @@ class Script:
         self.watch_chunks: list = []
         self.watch_status = 200
         self.watch_body = b""
-        self.hold = threading.Event()   # set: send nothing and wait until released
+        self.hold = threading.Event()   # set: send nothing more and wait until released
         self.released = threading.Event()
         self.requests: list = []
 
@@ -226,13 +227,13 @@ class ScriptHandler(BaseHTTPRequestHandler):
             return
         self._head(200, None)
         self.wfile.flush()
+        for chunk in script.watch_chunks:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
         if script.hold.is_set():
             script.released.wait(WAIT)
             self.close_connection = True
             return
-        for chunk in script.watch_chunks:
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
         self.wfile.write(b"0\r\n\r\n")
 
     def _head(self, code, length):

@@ -110,6 +110,14 @@ def test_bad_health_settings_are_refused_by_name(load_settings, monkeypatch, nam
         load_settings()
 
 
+@pytest.mark.parametrize("value", ["0", "-5"])
+def test_a_watch_silence_bound_must_be_positive(load_settings, monkeypatch, value):
+    assert load_settings()["SCHEDVIEW_WATCH_SILENCE"] == 75.0
+    monkeypatch.setenv("SCHEDVIEW_WATCH_SILENCE", value)
+    with pytest.raises(ImproperlyConfigured, match="SCHEDVIEW_WATCH_SILENCE"):
+        load_settings()
+
+
 def test_the_embedded_sqlite_waits_for_a_writer_instead_of_failing(load_settings, tmp_path,
                                                                   django_db_blocker):
     """A login answered 503 "database is locked": a deferred transaction that had read

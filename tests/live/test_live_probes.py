@@ -67,6 +67,10 @@ def test_each_process_answers_its_probes_and_metrics(probed, tmp_path):
     assert status == 503 and "standby" in orjson.loads(body)["error"]
     assert metric(s, "leader", "schedview_cache_nodes") == 6
     assert metric(s, "leader", "schedview_owner_synced") == 1
+    # bookmarks every second: each watch has spoken lately (issue 22's silence, wired in)
+    for kind in ("pods", "nodes"):
+        silent = metric(s, "leader", "schedview_watch_silence_seconds", kind=kind)
+        assert silent is not None and silent < 10, (kind, silent)
 
     # A bind through a worker whose prefork children's numbers its main process serves.
     store = tmp_path / "prometheus"

@@ -486,7 +486,7 @@ def test_stop_ends_a_quiet_watch_promptly(feed_cluster, how):
         elapsed = time.monotonic() - started
         api_client.close()
     assert not thread.is_alive()
-    assert elapsed < 3.0, elapsed  # without the cut it would wait out the 90 s read timeout
+    assert elapsed < 3.0, elapsed  # without the cut it would wait out the 75 s silence bound
     assert r.state == "stopped" and r.last_watch_end == "stopped"
 
 
@@ -586,15 +586,58 @@ def test_watch_errors(scripted, status, body, why):
     assert r.resource_version == "5"
 
 
-def test_silent_stream_hits_the_read_timeout(scripted):
+# -- a silent watch (issue 22): open, and nothing flowing --------------------------------
+
+def test_a_silent_watch_is_restarted_from_its_version_within_the_bound(scripted, caplog):
     script, api = scripted
-    script.hold.set()  # headers, then nothing at all
-    r = Reflector(api, "pods", lambda item: None, read_timeout=0.3)
+    script.hold.set()  # headers, then nothing at all: no event, no bookmark
+    r = Reflector(api, "pods", lambda item: None, silence=0.4, backoff=(30.0, 30.0))
     r.resource_version = "5"
-    started = time.monotonic()
-    assert r.watch_once() == "idle"
-    assert time.monotonic() - started < 5
-    assert r.stats["idle"] == 1
+    with caplog.at_level(logging.WARNING, logger="schedview.feed.reflector"):
+        started = time.monotonic()
+        thread = threading.Thread(target=r.run, kwargs={"resume": True}, daemon=True)
+        thread.start()
+        wait_reflector(r, lambda r: r.stats["silent"] >= 2, "two silent watches restarted")
+        elapsed = time.monotonic() - started
+        r.stop()
+        thread.join(WAIT)
+    assert not thread.is_alive()
+    assert elapsed >= 2 * 0.4                      # a watch is given its whole bound
+    assert r.stats["reconnects"] == 0              # re-watched at once, not after a backoff
+    watches = [path for path in script.requests if "watch=true" in path]
+    assert len(watches) >= 3 and all("resourceVersion=5" in p for p in watches)
+    assert not any("watch=true" not in path for path in script.requests)   # never relisted
+    warned = [m for m in caplog.messages if "said nothing" in m]
+    assert len(warned) == r.stats["silent"]        # once per silent watch
+    assert warned[0] == ("pods watch said nothing (no event, no bookmark) for 0.4 s: "
+                         "dropped and started again (last resourceVersion 5)")
+
+
+def test_silence_counts_from_the_last_word_across_restarted_watches(scripted):
+    script, api = scripted
+    now = [90.0]
+    script.list_items = [pod("a", 5, kind=False)]
+    script.watch_chunks = [line("BOOKMARK", {"kind": "Pod",
+                                             "metadata": {"resourceVersion": "7"}})]
+    script.hold.set()   # the bookmark, then silence
+    r = Reflector(api, "pods", lambda item: None, silence=0.3, clock=lambda: now[0])
+    assert r.silent_for() is None                  # nothing asked yet
+    r.list_once()                                  # a list page is the server speaking
+    assert r.silent_for(now=95.0) == 5.0
+    now[0] = 100.0
+    assert r.watch_once() == "silent" and r.resource_version == "7"
+    assert r.silent_for(now=130.0) == 30.0         # since the bookmark
+    script.watch_chunks = []                       # the next watch says nothing at all
+    assert r.watch_once() == "silent"
+    assert "resourceVersion=7" in script.requests[-1]
+    assert r.silent_for(now=160.0) == 60.0         # a restart is no word from the server
+    assert r.stats["silent"] == 2 and r.stats["bookmarks"] == 1
+
+
+@pytest.mark.parametrize("silence", [0, -1.0])
+def test_a_silence_bound_must_be_positive(silence):
+    with pytest.raises(ValueError, match="silence must be a positive"):
+        Reflector(None, "pods", lambda item: None, silence=silence)
 
 
 def test_watch_objects_match_what_a_list_would_return(running, sim, v1):

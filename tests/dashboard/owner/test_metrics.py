@@ -37,6 +37,9 @@ def busy_owner() -> CacheOwner:
     """An owner that assumed two pods, bound one 2.5 s later, and forgot the other."""
     clock = Clock()
     owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), clock=clock)
+    # what runner.run adds from the decoder's views (dashboard/owner/status.watch_silence)
+    owner.status_parts.append(lambda: {"watch_silent": {"pods": 80.0, "nodes": 2.5},
+                                       "watch_silence": 75.0})
     pods = [make_pod(f"p{i}") for i in range(3)]
     for item in synced_items([make_node("n1")], pods):
         owner.apply(item)
@@ -113,6 +116,8 @@ def test_the_owners_scrape_says_what_its_cache_holds(probe_server):
     assert value(found, "schedview_snapshot_lag_generations") == 0
     assert value(found, "schedview_owner_synced") == 1
     assert value(found, "schedview_feed_events_total", result="applied") >= 4
+    assert value(found, "schedview_watch_silence_seconds", kind="pods") == 80.0
+    assert value(found, "schedview_watch_silence_seconds", kind="nodes") == 2.5
 
 
 def test_comparisons_are_counted_by_result():

@@ -53,6 +53,23 @@ def test_an_owner_without_a_lag_is_graded_by_its_backlog():
         "to the cache"
 
 
+@pytest.mark.parametrize("silent, lag, level, message", [
+    ({}, 0.0, OK, "Keeping up (0.0 s behind, 3 waiting)"),          # an owner that says none
+    ({"pods": 12.0, "nodes": 74.9}, 0.0, OK, "Keeping up (0.0 s behind, 3 waiting)"),
+    ({"pods": 75.0}, 0.0, WARN, "Watch silent for 75 s (pods)"),
+    ({"pods": 80.4, "nodes": 1200.0}, 0.0, WARN,
+     "Watch silent for 1,200 s (nodes), 80 s (pods)"),
+    ({"pods": 90.0}, 30.0, FAIL, "The cache is 30.0 s behind the watch (3 events wait to be "
+                                 "applied); Watch silent for 90 s (pods)"),
+], ids=["unreported", "quiet", "at the bound", "both kinds", "with a lag"])
+def test_a_silent_watch_warns_even_with_no_lag(silent, lag, level, message):
+    # the owner restarts a watch silent for its bound (75 s): from then on health warns; a
+    # real API server's quiet watch gets a bookmark about every minute (capture 55)
+    check = health.feed_check(live(feed_backlog=3, feed_lag=lag, watch_silent=silent,
+                                   watch_silence=75.0), T)
+    assert (check.level, check.message) == (level, message)
+
+
 def test_backlogs_without_an_owner_say_nothing_is_known():
     assert health.feed_check(OwnerStatus("absent"), T).level == OK
 
