@@ -1,36 +1,18 @@
 """The `pending_pods` command (dashboard/owner/pending_queue.py): kube-scheduler's queue
 order (PrioritySort: priority desc, then the earliest), positions in the whole queue,
 first reasons from the last sweep, counts and filters, and bad arguments refused."""
-from datetime import timedelta
-
 import pytest
 
 from schedcache import Cache
-from simcluster.generate import BASE_TIME, make_node, make_pod
+from simcluster.generate import make_node
 
 from dashboard.owner import pending_reasons
 from dashboard.owner.commands import CommandError
 from dashboard.owner.handlers import CommandHandlers
 from dashboard.owner.owner import CacheOwner
 from dashboard.owner.pending_queue import UNSWEPT
+from tests.dashboard.owner.queuepods import CPU, SELECTOR, pod, queue_pods
 from tests.decoded_feed import synced_items, watched
-
-CPU = "Insufficient cpu"
-SELECTOR = "node(s) didn't match Pod's node affinity/selector"
-
-
-def pod(name, namespace, priority, seconds, **shape):
-    return make_pod(name, namespace=namespace, priority=priority, uid=f"uid-{name}",
-                    created=BASE_TIME + timedelta(seconds=seconds), **shape)
-
-
-def queue_pods():
-    """Five pending pods, listed out of order; the queue is big, b, a, d, e."""
-    return [pod("a", "team", 10, 2, requests={"cpu": "1"}),
-            pod("e", "team", 0, 3, requests={"cpu": "64"}),
-            pod("d", "batch", 0, 0, node_selector={"disk": "ssd"}),
-            pod("big", "batch", 100, 5, requests={"cpu": "64"}),
-            pod("b", "team", 10, 1, requests={"cpu": "1"})]
 
 
 @pytest.fixture
