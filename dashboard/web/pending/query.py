@@ -4,8 +4,9 @@ of the owner's `pending_pods` answer (dashboard/owner/pending_queue.py).
 Why from the owner and not the read model: the queue's order needs each pod's creation
 time and its reason from the owner's sweep, which only the owner holds; it answers one
 page, so a request costs O(page) over Redis whatever the queue's length. Pages are
-numbered, as the pods page's older tools page (an offset; one past the last is refused):
-the queue is in memory, so an offset costs nothing to skip.
+numbered (an offset; one past the last is refused, as the pods page refuses it): the
+queue is sorted in memory, so an offset costs nothing to skip, and the pods page's
+keyset cursors would buy nothing.
 """
 from dataclasses import dataclass
 from datetime import datetime
@@ -70,9 +71,13 @@ class PendingPage:
 
 
 def _age(created: str | None, now: datetime) -> str:
-    if not created:
+    """"4 min" since `created` (RFC 3339, as the API server writes it); "" when it says
+    nothing readable (a hostile or odd cluster's pod still lists)."""
+    try:
+        born = datetime.fromisoformat(created)
+        return ago((now - born).total_seconds()).removesuffix(" ago")
+    except (TypeError, ValueError):
         return ""
-    return ago((now - datetime.fromisoformat(created)).total_seconds()).removesuffix(" ago")
 
 
 def pending_page(filters: PendingFilters, now: datetime) -> PendingPage:

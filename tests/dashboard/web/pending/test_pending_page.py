@@ -3,6 +3,7 @@ pending pods in kube-scheduler's queue order with positions, ages, first reasons
 counts; filters narrow it, paging slices it, bad input is a 400 and a login is needed."""
 import html as html_lib
 import re
+from datetime import datetime, timezone
 
 import pytest
 
@@ -111,3 +112,10 @@ def test_the_header_and_the_overviews_pending_card_link_to_it(queue, viewer_clie
     _, html = get(viewer_client, "/")
     assert re.search(r'<dt><a href="/pending/"[^>]*>Pending</a></dt>', html)
 
+
+
+@pytest.mark.parametrize("created, age", [("2026-11-01T00:00:00Z", "4 min"),
+                                          ("yesterday", ""), (None, "")])
+def test_an_age_is_read_from_the_creation_time_and_an_odd_one_left_blank(created, age):
+    now = datetime(2026, 11, 1, 0, 4, tzinfo=timezone.utc)
+    assert query._age(created, now) == age
