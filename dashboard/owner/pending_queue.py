@@ -42,10 +42,9 @@ def _largest_first(counts: Counter) -> list:
 def pending_page(pending: dict, cache, reasons: dict, args: dict) -> dict:
     """`pending`: uid -> pod (the owner's); `reasons`: uid -> first reason.
     args: reason?, namespace?, offset?, limit?. Returns {"queued": pods in the queue,
-    "total": those matching, "counts": {"reason": [[reason,
-    pods]...] under the namespace filter, "namespace": [...] under the reason filter,
-    "priority": [[priority, pods]...] under both}, "items": [{uid, namespace, name,
-    priority, created, position, reason}]}."""
+    "total": those matching, "counts": {"reason": [[reason, pods]...] under the namespace
+    filter, "namespace": [...] under the reason filter, "priority": [[priority, pods]...]
+    under both}, "items": [{uid, namespace, name, priority, created, position, reason}]}."""
     reason, namespace = _filter(args, "reason"), _filter(args, "namespace")
     offset, limit = _count(args, "offset", 0, 10 ** 9), _count(args, "limit", 50, MAX_LIMIT)
     queue = sorted((pod for uid, pod in pending.items() if cache.pod_info(uid) is None),

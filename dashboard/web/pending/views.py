@@ -30,14 +30,15 @@ def pending(request):
 
 
 def _groups(listing) -> list:
-    """(title, filter key or None, [(value, pods, query string, chosen)]) of the counts:
-    a reason or namespace is a link that filters by it (once more: unfilters)."""
+    """(title, filters by it, [(value, pods, query string, chosen)]) of the counts: a
+    reason or namespace is a link that filters by it (the chosen one: that unfilters)."""
     filters, groups = listing.filters, []
-    for title, key in (("By reason", "reason"), ("By namespace", "namespace"),
-                       ("By priority", None)):
-        counts = listing.counts.get(key or "priority", [])
-        chosen = getattr(filters, key) if key else None
-        groups.append((title, key, [
-            (value, pods, filters.query(**{key: "" if value == chosen else value}, page=None)
-             if key else "", value == chosen) for value, pods in counts]))
+    for title, key in (("By reason", "reason"), ("By namespace", "namespace")):
+        chosen = getattr(filters, key)
+        groups.append((title, True, [
+            (value, pods, filters.query(**{key: "" if value == chosen else value}, page=None),
+             value == chosen)
+            for value, pods in listing.counts.get(key, [])]))
+    groups.append(("By priority", False, [(value, pods, "", False)
+                                          for value, pods in listing.counts.get("priority", [])]))
     return groups

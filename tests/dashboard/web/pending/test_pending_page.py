@@ -72,6 +72,9 @@ def test_a_reason_in_the_counts_links_to_its_filter(queue, viewer_client):
     _, html = get(viewer_client, "/pending/")
     assert 'href="?reason=Insufficient+cpu"' in html
     assert 'href="?namespace=batch"' in html
+    _, html = get(viewer_client, "/pending/?reason=Insufficient+cpu")     # chosen: unfilters
+    assert re.search(r'<a href="\?" [^>]*aria-current="true">Insufficient cpu</a>', html)
+    assert 'href="?reason=Insufficient+cpu&amp;namespace=batch"' in html
 
 
 def test_pages_slice_the_queue(queue, viewer_client):
