@@ -10,6 +10,7 @@ from dashboard.web.health import views as health_views
 from dashboard.web.login_form import LoginForm
 from dashboard.web.nodes import views as node_views
 from dashboard.web.overview import views as overview_views
+from dashboard.web.pending import views as pending_views
 from dashboard.web.pods import views as pod_views
 from dashboard.web.pools import views as pool_views
 from dashboard.web.snapshot import views as snapshot_views
@@ -53,6 +54,7 @@ urlpatterns = [
     path("snapshot/", snapshot_views.snapshot, name="snapshot"),
     path("events/", event_views.events, name="events"),
     path("audit/", audit_views.audit, name="audit"),
+    path("pending/", pending_views.pending, name="pending"),
     path("pods/", pod_views.pods, name="pods"),
     path("pods/<str:uid>/", pod_views.pod_detail, name="pod-detail"),
     path("pods/<str:uid>/diagnosis/", pod_views.pod_diagnosis_section, name="pod-diagnosis"),

@@ -90,6 +90,12 @@ def diagnose(uid: str, *, nodes: bool = True, timeout: float = TIMEOUT) -> dict:
     return send("diagnose", {"uid": uid, "nodes": nodes}, timeout=timeout)
 
 
+def pending_pods(args: dict, *, timeout: float = TIMEOUT) -> dict:
+    """A page of the pending pods in kube-scheduler's queue order with their first reasons
+    and counts (dashboard/owner/pending_queue.py): args reason, namespace, offset, limit."""
+    return send("pending_pods", args, timeout=timeout)
+
+
 def extender_statuses(args: dict, *, timeout: float = TIMEOUT) -> dict:
     """A page of the extender's pod schedule statuses: args limit, offset, state."""
     return send("extender_statuses", args, timeout=timeout)

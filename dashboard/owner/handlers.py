@@ -7,6 +7,7 @@ a person or a tool); a refusal (CommandError) changes nothing.
 from schedcache import CacheError
 
 from dashboard.owner.commands import CommandError
+from dashboard.owner.pending_queue import pending_page
 
 _COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "system": "owner"}
 
@@ -34,7 +35,8 @@ class CommandHandlers:
         return {"assume": self.assume, "finish_binding": self.finish_binding,
                 "forget": self.forget, "expire": self.expire, "reap": self.reap,
                 "compare": self.compare, "get_pod": self.get_pod, "get_node": self.get_node,
-                "diagnose": self.diagnose, "status": self.status}
+                "diagnose": self.diagnose, "pending_pods": self.pending_pods,
+                "status": self.status}
 
     def assume(self, args, actor):
         """A pending pod assumed on a node, checked by the algorithm's filters unless
@@ -143,6 +145,12 @@ class CommandHandlers:
         conditions = (pod.get("status") or {}).get("conditions") or ()
         result["kube_scheduler"] = conditions[0] if conditions else None
         return result
+
+    def pending_pods(self, args, actor):
+        """A page of the pending pods in kube-scheduler's queue order, with their first
+        reasons and the counts by reason, namespace and priority (pending_queue.py)."""
+        return pending_page(self.applier.pending, self.cache,
+                            self.owner.pending_reasons.reasons, args)
 
     def get_node(self, args, actor):
         """A node's images (name, size, nodes holding it): the read model only counts them."""

@@ -46,6 +46,9 @@ class PendingReasons:
         self.pending = pending
         self.timer = timer
         self.counts = {}          # reason -> pods, as the last complete sweep found them
+        self.reasons = {}         # uid -> its first reason, as that sweep found it (the
+                                  # Pending page's column: a uid and a shared string a pod)
+        self._found = {}          # uid -> reason, so far
         self._queue = None        # the pods the running sweep has still to count
         self._sweep = {}          # reason -> pods, so far
         self._shared = {}         # signature -> reason, this sweep's
@@ -56,7 +59,8 @@ class PendingReasons:
         if self._queue is None:
             if now < self._next:
                 return
-            self._queue, self._sweep, self._shared = list(self.pending.items()), {}, {}
+            self._queue, self._sweep, self._shared, self._found = (
+                list(self.pending.items()), {}, {}, {})
             self._next = now + PERIOD
         stop = self.timer() + BUDGET
         queue = self._queue
@@ -69,7 +73,8 @@ class PendingReasons:
             if reason is None:
                 reason = self._shared[key] = first_reason(self.diagnoser.diagnose(pod))
             self._sweep[reason] = self._sweep.get(reason, 0) + 1
+            self._found[uid] = reason
             if self.timer() >= stop:
                 break
         if not queue:
-            self.counts, self._queue = self._sweep, None
+            self.counts, self.reasons, self._queue = self._sweep, self._found, None

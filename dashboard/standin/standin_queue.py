@@ -24,6 +24,8 @@ Time is passed in (seconds); the state lives as long as the worker process.
 """
 from dataclasses import dataclass
 
+from scheduling.queue_sort import queue_key
+
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
 UNSCHEDULABLE_FLUSH = 300.0
@@ -48,12 +50,6 @@ def _version(pod) -> str:
     return pod["metadata"].get("resourceVersion") or ""
 
 
-def _order(pod):
-    spec, meta = pod.get("spec") or {}, pod["metadata"]
-    return (-(spec.get("priority") or 0), meta.get("creationTimestamp") or "",
-            meta.get("namespace") or "", meta["name"])
-
-
 class SchedulingQueue:
     def __init__(self):
         self._waiting = {}    # uid -> _Waiting, for pods that failed an attempt
@@ -66,7 +62,7 @@ class SchedulingQueue:
         uids = {p["metadata"]["uid"] for p in pending}
         for uid in [u for u in waiting if u not in uids]:
             del waiting[uid]
-        return sorted((p for p in pending if self._ready(p, changes, now)), key=_order)
+        return sorted((p for p in pending if self._ready(p, changes, now)), key=queue_key)
 
     def _ready(self, pod, changes, now) -> bool:
         entry = self._waiting.get(pod["metadata"]["uid"])

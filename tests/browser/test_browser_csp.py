@@ -10,7 +10,7 @@ from tests.browser.browserkit import TIMEOUT_MS, is_csp_violation, log_in, wait_
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
 
 PAGES = ["/", "/pods/", "/pods/{pod}/", "/pods/{pod}/forget/", "/nodes/", "/nodes/{node}/",
-         "/zones/", "/snapshot/", "/events/", "/pools/", "/statuses/"]
+         "/zones/", "/snapshot/", "/events/", "/pools/", "/statuses/", "/pending/"]
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ VIEWS = {
     "events": "/events/",
     "pools": "/pools/",
     "statuses": "/statuses/",
+    "pending": "/pending/",
     "heatmap": "/heatmap/",
     "heatmap-gpu": "/heatmap/?metric=gpu",
     "pods-long-names": "/pods/?namespace={long_namespace}",

@@ -103,7 +103,9 @@ def test_overview_counts_pods_by_state(client):
     assert response.context["overview"].pods == read_model.PodCounts(
         pending=3, assumed=4, binding_finished=1, added=5, expired=1, forgotten=2)
     html = squash(html)
-    for state, label, count in [("Pending", "Pending", 3), ("Assumed", "Assumed", 4),
+    # Pending leads to the Pending page (the queue, with reasons), the rest to the pods list
+    assert re.search(r'<a href="/pending/"[^>]*>Pending</a></dt><dd>3</dd>', html)
+    for state, label, count in [("Assumed", "Assumed", 4),
                                 ("Added", "Added", 5), ("Expired", "Expired now", 1),
                                 ("Forgotten", "Forgotten now", 2)]:
         assert f'<a href="/pods/?state={state}">{label}</a></dt><dd>{count}</dd>' in html
