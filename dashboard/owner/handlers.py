@@ -6,6 +6,7 @@ a person or a tool); a refusal (CommandError) changes nothing.
 """
 from schedcache import CacheError
 
+from dashboard.owner.cache_dump import dump_page
 from dashboard.owner.commands import CommandError
 
 _COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "system": "owner"}
@@ -34,7 +35,8 @@ class CommandHandlers:
         return {"assume": self.assume, "finish_binding": self.finish_binding,
                 "forget": self.forget, "expire": self.expire, "reap": self.reap,
                 "compare": self.compare, "get_pod": self.get_pod, "get_node": self.get_node,
-                "diagnose": self.diagnose, "status": self.status}
+                "diagnose": self.diagnose, "dump_cache": self.dump_cache,
+                "status": self.status}
 
     def assume(self, args, actor):
         """A pending pod assumed on a node, checked by the algorithm's filters unless
@@ -152,6 +154,10 @@ class CommandHandlers:
         return {"name": info.name, "generation": info.generation,
                 "images": sorted([image, state.size, state.num_nodes]
                                  for image, state in info.image_states.items())}
+
+    def dump_cache(self, args, actor):
+        """A page of the cache's dump, as upstream's debugger writes it (cache_dump.py)."""
+        return dump_page(self.owner, args)
 
     def status(self, args, actor):
         return self.owner.status()
