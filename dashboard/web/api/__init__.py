@@ -30,6 +30,7 @@ api.add_router("/audit", "dashboard.web.api.audit.router")
 api.add_router("/pools", "dashboard.web.pools.api.router")
 api.add_router("/statuses", "dashboard.web.api.statuses.router")
 api.add_router("/health", "dashboard.web.api.health.router")
+api.add_router("/cache", "dashboard.web.api.cache.router")
 
 
 def urls():
