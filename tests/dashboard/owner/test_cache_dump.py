@@ -111,7 +111,7 @@ def test_the_comparers_latest_verdict_is_in_every_page(owner):
 @pytest.mark.parametrize("args, words", [
     ({"part": "pods"}, "part must be one of nodes, pending"),
     ({"after": 7}, "after must be a string"),
-    ({"limit": 0}, "limit must be a whole number from 1 to 500"),
+    ({"limit": 0}, f"limit must be a whole number from 1 to {MAX_LIMIT}"),
     ({"limit": MAX_LIMIT + 1}, "limit must be a whole number"),
     ({"limit": "10"}, "limit must be a whole number"),
     ({"limit": True}, "limit must be a whole number"),
