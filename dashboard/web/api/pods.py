@@ -39,7 +39,6 @@ from dashboard.web.pods.history import TIMELINE_LIMIT
 router = Router(tags=["pods"])
 
 
-
 class PodQuery(Schema):
     state: Literal[("", *STATES)] | None = Field(None, description="empty: every state")
     namespace: Filter | None = None
@@ -91,8 +90,8 @@ def assume(request, body: AssumeIn):
     algorithm's filters refuse on that node is a 409 with the reason, unless `force`."""
     require_act(request)
     return owner_answer(actions.schedule_pod, body.namespace, body.name, body.node,
-                   actor=request.user.get_username(), force=body.force, reason=body.reason,
-                   via=via(request))
+                        actor=request.user.get_username(), force=body.force, reason=body.reason,
+                        via=via(request))
 
 
 @router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, 404: ErrorOut},
@@ -173,7 +172,7 @@ def expire(request, uid: Path[Name]):
     require_act(request)
     _record(uid)
     return owner_answer(actions.expire_pod, uid, request.user.get_username(),
-                   reason=_reason(request), via=via(request))
+                        reason=_reason(request), via=via(request))
 
 
 def _record(uid: str) -> PodRecord:
@@ -182,4 +181,3 @@ def _record(uid: str) -> PodRecord:
         raise ApiError(404, f"no pod {uid} in the read model (its history, if any: "
                             f"/api/v1/events?key={uid})")
     return record
-
