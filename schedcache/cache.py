@@ -16,6 +16,7 @@ brought up to date by walking back from the newest change to the first node
 it already has.
 """
 from collections import OrderedDict
+import heapq
 import marshal
 import threading
 import time
@@ -453,6 +454,13 @@ class Cache:
                     info_map[name] = info.clone()
             for name in [n for n in info_map if n not in self._nodes]:
                 del info_map[name]
+
+    def node_infos_after(self, after: str, limit: int) -> list:
+        """Copies of at most `limit` NodeInfos (deleted nodes with pods left included),
+        the first by name after `after`: a dump a page at a time, O(nodes log limit)."""
+        with self._lock:
+            names = heapq.nsmallest(limit, (name for name in self._nodes if name > after))
+            return [self._nodes[name].clone() for name in names]
 
     def dump(self) -> Dump:
         with self._lock:

@@ -96,6 +96,13 @@ def pending_pods(args: dict, *, timeout: float = TIMEOUT) -> dict:
     return send("pending_pods", args, timeout=timeout)
 
 
+def dump_cache(part: str, after: str, limit: int, *, timeout: float = TIMEOUT) -> dict:
+    """A page of the cache's dump (`part` nodes or pending, those after the cursor `after`):
+    {"seq", "generation", "counts", "comparer", "part", "items", "next"}; `next` is the
+    cursor of the page after, None on the last."""
+    return send("dump_cache", {"part": part, "after": after, "limit": limit}, timeout=timeout)
+
+
 def extender_statuses(args: dict, *, timeout: float = TIMEOUT) -> dict:
     """A page of the extender's pod schedule statuses: args limit, offset, state."""
     return send("extender_statuses", args, timeout=timeout)

@@ -6,6 +6,7 @@ a person or a tool); a refusal (CommandError) changes nothing.
 """
 from schedcache import CacheError
 
+from dashboard.owner.cache_dump import dump_page
 from dashboard.owner.commands import CommandError
 from dashboard.owner.pending_queue import pending_page
 
@@ -36,6 +37,7 @@ class CommandHandlers:
                 "forget": self.forget, "expire": self.expire, "reap": self.reap,
                 "compare": self.compare, "get_pod": self.get_pod, "get_node": self.get_node,
                 "diagnose": self.diagnose, "pending_pods": self.pending_pods,
+                "dump_cache": self.dump_cache,
                 "status": self.status}
 
     def assume(self, args, actor):
@@ -160,6 +162,10 @@ class CommandHandlers:
         return {"name": info.name, "generation": info.generation,
                 "images": sorted([image, state.size, state.num_nodes]
                                  for image, state in info.image_states.items())}
+
+    def dump_cache(self, args, actor):
+        """A page of the cache's dump, as upstream's debugger writes it (cache_dump.py)."""
+        return dump_page(self.owner, args)
 
     def status(self, args, actor):
         return self.owner.status()

@@ -264,10 +264,12 @@ class SchedulerDoor:
             listener.close()
 
 
-def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
+def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
+        dump_signal=None):
     """Own the cache until `stop` is set or the lease (a LeaderLease) is lost
     (LeadershipLost). Serves kube-scheduler only while it holds the lease. `probes` (the
-    watch command's OwnerProbes) hears of the owner and of every turn of the loop."""
+    watch command's OwnerProbes) hears of the owner and of every turn of the loop;
+    `dump_signal` (a DumpSignal) asks it to log the cache's summary."""
     tune_gc()
     tune_switching()
     writer = ProjectionWriter().start()
@@ -302,6 +304,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None):
             step(owner, deadlines, lease, clock, calls)
             if probes is not None:
                 probes.heartbeat.turned()
+            if dump_signal is not None:
+                dump_signal.serve(owner)
             if not frozen and all(owner.synced.values()) and owner.feed.empty():
                 settle_heap()
                 frozen = True

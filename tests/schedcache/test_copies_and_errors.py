@@ -247,3 +247,19 @@ def test_concurrent_callers_leave_consistent_aggregates():
         assert ref.without(ref.info_view(d.nodes[name]), "generation") == want
     gens = [ni.generation for ni in d.nodes.values()]
     assert len(set(gens)) == len(gens)
+
+
+def test_node_infos_after_pages_every_node_info_by_name_as_copies():
+    """A dump a page at a time: the pages, in name order, hold every NodeInfo once (the
+    removed node that keeps its pod and the unknown node a pod names included), and are
+    copies like dump()'s."""
+    c, _, pods = rich_cache()
+    pages, after = [], ""
+    while page := c.node_infos_after(after, 2):
+        pages.append([info.name for info in page])
+        after = page[-1].name
+    assert pages == [[N1, N2], [N3, "node-unknown"]]
+    assert c.node_infos_after("", 10)[2].node is None       # node-3 was removed, its pod stays
+    copy = c.node_infos_after(N1, 1)[0]
+    c.remove_pod(pods["gpu"])
+    assert len(copy.pods) == 2 and len(c.node_info(N2).pods) == 1

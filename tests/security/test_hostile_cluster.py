@@ -49,7 +49,8 @@ def test_markup_and_10000_labels_are_escaped_and_fast(live_cluster, operator, ap
             *[f"/pods/{uid}/" for uid in uids.values()],
             *[f"/pods/{uid}/forget/" for uid in uids.values()]]
     api_urls = ["/api/v1/pods", "/api/v1/pods?q=many", f"/api/v1/nodes/{node}",
-                "/api/v1/events?since=0&limit=1000", *[f"/api/v1/pods/{uid}" for uid in uids.values()]]
+                "/api/v1/events?since=0&limit=1000", "/api/v1/cache/dump",
+                "/api/v1/cache/dump/pending", *[f"/api/v1/pods/{uid}" for uid in uids.values()]]
     for caller, paths in ((person, urls), (tool, api_urls)):
         for path in paths:
             started = time.monotonic()

@@ -17,6 +17,7 @@ from prometheus_client import REGISTRY
 from redis.backoff import ExponentialWithJitterBackoff
 
 from dashboard.owner import runner
+from dashboard.owner.cache_dump import DumpSignal
 from dashboard.owner.decoder import warm_up
 from dashboard.owner.leader import LeaderLease
 from dashboard.runtime.probes import Heartbeat, ProbeServer
@@ -39,6 +40,8 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: stop.set())
+        # kill -USR2 logs the cache's summary, as kube-scheduler's debugger does
+        dump_signal = DumpSignal().install()
         redis = loop_client(settings.REDIS_URL)
         lease = LeaderLease(redis, holder=options["id"])
         probes = OwnerProbes()
@@ -46,12 +49,12 @@ class Command(BaseCommand):
                   if settings.SCHEDVIEW_PROBE_ADDRESS else None)
         warm_up()   # a standby forks its decoder's server now, so taking over is quick
         try:
-            self.own_while_leading(stop, redis, lease, probes, options["id"])
+            self.own_while_leading(stop, redis, lease, probes, options["id"], dump_signal)
         finally:
             if server is not None:
                 server.close()
 
-    def own_while_leading(self, stop, redis, lease, probes, name):
+    def own_while_leading(self, stop, redis, lease, probes, name, dump_signal=None):
         """A lost lease or a Redis outage at the wrong moment sends this owner back to
         standing by, never out: it stops only when told to.
 
@@ -69,7 +72,7 @@ class Command(BaseCommand):
             led_from, failed = time.monotonic(), None
             db.close_old_connections()      # one broken while standing by is opened anew
             try:
-                runner.run(stop, redis, lease, probes=probes)
+                runner.run(stop, redis, lease, probes=probes, dump_signal=dump_signal)
             except runner.LeadershipLost as exc:
                 log.warning("%s", exc)
             except (*UNREACHABLE, db.Error) as exc:

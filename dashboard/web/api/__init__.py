@@ -13,7 +13,7 @@ api = NinjaAPI(
     title="schedview",
     version="1",
     description="The scheduler cache: pods and their state machine, nodes, zones, snapshots, "
-                "events, the comparer, and actions on assumed pods.",
+                "events, the comparer, the cache's dump, and actions on assumed pods.",
     auth=auth.token_or_session,
     docs_decorator=auth.documents_for_callers,
     urls_namespace="api-v1",
@@ -30,6 +30,7 @@ api.add_router("/audit", "dashboard.web.api.audit.router")
 api.add_router("/pools", "dashboard.web.pools.api.router")
 api.add_router("/statuses", "dashboard.web.api.statuses.router")
 api.add_router("/health", "dashboard.web.api.health.router")
+api.add_router("/cache", "dashboard.web.api.cache.router")
 
 
 def urls():

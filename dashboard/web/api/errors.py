@@ -15,6 +15,7 @@ from ninja.errors import AuthenticationError, AuthorizationError, HttpError, Val
 
 from dashboard.web.middleware.body_limit import too_big_message
 from dashboard.web.middleware.database_down import unavailable
+from dashboard.wire.commands import CommandError
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +28,23 @@ class ApiError(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+OWNER_STATUSES = {400, 404, 409, 503}   # the owner's refusals a tool sees as they are
+
+
+def owner_answer(ask, *args, **kwargs) -> dict:
+    """Ask the cache owner (an action or a read), turning its refusal into the API's error
+    with its status: 503 when no owner answers, 502 when it failed."""
+    try:
+        return ask(*args, **kwargs)
+    except CommandError as exc:
+        if exc.status == 503:
+            raise ApiError(503, f"the cache owner is not answering ({exc.message}); "
+                                f"is `manage.py watch` running?") from None
+        if exc.status in OWNER_STATUSES:
+            raise ApiError(exc.status, exc.message) from None
+        raise ApiError(502, f"the cache owner failed: {exc.message}") from None
 
 
 def _describe(error: dict) -> str:

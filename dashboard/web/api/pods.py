@@ -15,7 +15,7 @@ from pydantic import Field, ValidationError as PydanticError
 
 from dashboard.models import PodRecord, Transition
 from dashboard.web.api.auth import require_act, via
-from dashboard.web.api.errors import ApiError
+from dashboard.web.api.errors import ApiError, owner_answer
 from dashboard.web.api.schemas import (
     ACTION_ERRORS,
     READ_ERRORS,
@@ -35,11 +35,8 @@ from dashboard.web.api.schemas import (
 from dashboard.clients import owner_client
 from dashboard.web.pods import actions, query as pod_query
 from dashboard.web.pods.history import TIMELINE_LIMIT
-from dashboard.wire.commands import CommandError
 
 router = Router(tags=["pods"])
-
-OWNER_STATUSES = {400, 404, 409, 503}   # the owner's refusals a tool sees as they are
 
 
 class PodQuery(Schema):
@@ -92,9 +89,9 @@ def assume(request, body: AssumeIn):
     its bind; the answer has the node's aggregates before and after. A pod the scheduling
     algorithm's filters refuse on that node is a 409 with the reason, unless `force`."""
     require_act(request)
-    return _acting(actions.schedule_pod, body.namespace, body.name, body.node,
-                   actor=request.user.get_username(), force=body.force, reason=body.reason,
-                   via=via(request))
+    return owner_answer(actions.schedule_pod, body.namespace, body.name, body.node,
+                        actor=request.user.get_username(), force=body.force, reason=body.reason,
+                        via=via(request))
 
 
 @router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, 404: ErrorOut},
@@ -121,7 +118,7 @@ def diagnosis(request, uid: Path[Name]):
     amounts, the FailedScheduling message kube-scheduler would write, and what preemption
     would do. 404 for a pod the owner neither holds nor tracks, 409 for one that is not
     pending, 503 when no owner answers in time."""
-    return _acting(owner_client.diagnose, uid)
+    return owner_answer(owner_client.diagnose, uid)
 
 
 @router.get("/assume", response={200: PodDetailOut, 404: ErrorOut}, include_in_schema=False)
@@ -157,7 +154,7 @@ def forget(request, uid: Path[Name]):
     record = _record(uid)
     actor = request.user.get_username()
     reason = _reason(request) or f"forgotten by {actor} over the API"
-    result = _acting(actions.forget_pod, uid, actor, reason, via=via(request))
+    result = owner_answer(actions.forget_pod, uid, actor, reason, via=via(request))
     if not result.get("changed"):
         # The owner lets a pod it does not cache be forgotten quietly; a tool asked to
         # change it, so say why nothing changed.
@@ -174,8 +171,8 @@ def expire(request, uid: Path[Name]):
     The body (optional) gives the reason."""
     require_act(request)
     _record(uid)
-    return _acting(actions.expire_pod, uid, request.user.get_username(),
-                   reason=_reason(request), via=via(request))
+    return owner_answer(actions.expire_pod, uid, request.user.get_username(),
+                        reason=_reason(request), via=via(request))
 
 
 def _record(uid: str) -> PodRecord:
@@ -184,16 +181,3 @@ def _record(uid: str) -> PodRecord:
         raise ApiError(404, f"no pod {uid} in the read model (its history, if any: "
                             f"/api/v1/events?key={uid})")
     return record
-
-
-def _acting(action, *args, **kwargs) -> dict:
-    """Run an action, turning the owner's refusal into the API's error with its status."""
-    try:
-        return action(*args, **kwargs)
-    except CommandError as exc:
-        if exc.status == 503:
-            raise ApiError(503, f"the cache owner is not answering ({exc.message}); "
-                                f"is `manage.py watch` running?") from None
-        if exc.status in OWNER_STATUSES:
-            raise ApiError(exc.status, exc.message) from None
-        raise ApiError(502, f"the cache owner failed: {exc.message}") from None

@@ -238,7 +238,7 @@ def test_an_owner_that_cannot_work_gives_the_lease_to_a_healthy_standby(key, mon
     contending again, so the standby, which looks every half second, takes the lease."""
     failures, closed = [], []
 
-    def broken(stop, redis, lease, probes=None):
+    def broken(stop, redis, lease, probes=None, dump_signal=None):
         failures.append(lease.term)
         raise OperationalError("the connection is closed (test)")
     monkeypatch.setattr(runner, "run", broken)

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.
 
 # Routers whose every documented status is staged in this module; the others (pools,
 # statuses, extender) are staged by their own tests and checked here for 401 alone.
-OWN_TAGS = {"pods", "nodes", "cluster", "events", "auth", "audit"}
+OWN_TAGS = {"pods", "nodes", "cluster", "events", "auth", "audit", "cache"}
 LONG = "x" * 300     # longer than any name: refused by the path's schema
 
 ASSUME = {"namespace": "team", "name": "waiting-0", "node": "node-a"}
@@ -67,6 +67,13 @@ CASES.update({
     ("GET", _DIAGNOSIS, 502): ("failing", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
     ("GET", _DIAGNOSIS, 503): ("ownerless", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
 })
+for _dump in ("/api/v1/cache/dump", "/api/v1/cache/dump/pending"):
+    CASES.update({
+        ("GET", _dump, 200): ("api", f"{_dump}?limit=1", {}),
+        ("GET", _dump, 400): ("api", f"{_dump}?limit=0", {}),
+        ("GET", _dump, 502): ("failing", _dump, {}),
+        ("GET", _dump, 503): ("ownerless", _dump, {}),
+    })
 for _action in ("forget", "expire"):
     _path = f"/api/v1/pods/{{uid}}/{_action}"
     CASES.update({
@@ -143,6 +150,7 @@ def callers(owner, api, viewer_api, monkeypatch):
                     for name in ("forget_pod", "expire_pod", "schedule_pod"):
                         patch.setattr(f"dashboard.web.pods.actions.{name}", fault)
                     patch.setattr("dashboard.clients.owner_client.diagnose", fault)
+                    patch.setattr("dashboard.clients.owner_client.dump_cache", fault)
                 return getattr(client, method)(url, **kwargs)
         return call
 
