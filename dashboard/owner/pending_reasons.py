@@ -7,7 +7,9 @@ flush, and pods with the same scheduling constraints share one diagnosis per swe
 workload's replicas differ only in name). Until the first sweep ends nothing is counted.
 
 A pod's first reason is the one most nodes give (the diagnosis's largest group), or
-FITS when some node takes it now.
+FITS when some node takes it now. Each reason keeps the summary of the first pod the sweep
+counted under it (kube-scheduler's "0/N nodes are available: ..."), so the health banner
+can say it in full (`top`).
 """
 import marshal
 import time
@@ -48,6 +50,8 @@ class PendingReasons:
         self.counts = {}          # reason -> pods, as the last complete sweep found them
         self.reasons = {}         # uid -> its first reason, as that sweep found it (the
                                   # Pending page's column: a uid and a shared string a pod)
+        self.summaries = {}       # reason -> the filter summary of one pod counted under it
+        self._summaries = {}      # ... so far
         self._found = {}          # uid -> reason, so far
         self._queue = None        # the pods the running sweep has still to count
         self._sweep = {}          # reason -> pods, so far
@@ -59,8 +63,8 @@ class PendingReasons:
         if self._queue is None:
             if now < self._next:
                 return
-            self._queue, self._sweep, self._shared, self._found = (
-                list(self.pending.items()), {}, {}, {})
+            self._queue, self._sweep, self._shared, self._found, self._summaries = (
+                list(self.pending.items()), {}, {}, {}, {})
             self._next = now + PERIOD
         stop = self.timer() + BUDGET
         queue = self._queue
@@ -71,10 +75,19 @@ class PendingReasons:
             key = signature(pod)
             reason = self._shared.get(key)
             if reason is None:
-                reason = self._shared[key] = first_reason(self.diagnoser.diagnose(pod))
+                diagnosis = self.diagnoser.diagnose(pod)
+                reason = self._shared[key] = first_reason(diagnosis)
+                self._summaries.setdefault(reason, diagnosis.filter_message())
             self._sweep[reason] = self._sweep.get(reason, 0) + 1
             self._found[uid] = reason
             if self.timer() >= stop:
                 break
         if not queue:
-            self.counts, self.reasons, self._queue = self._sweep, self._found, None
+            self.counts, self.reasons, self.summaries, self._queue = (
+                self._sweep, self._found, self._summaries, None)
+
+    def top(self, n: int) -> list:
+        """The `n` reasons most pods wait for, most first: [{reason, pods, summary}]."""
+        ranked = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))[:n]
+        return [{"reason": reason, "pods": pods, "summary": self.summaries.get(reason, "")}
+                for reason, pods in ranked]

@@ -2,6 +2,8 @@
 the `status` command read (a few dozen numbers, built every flush)."""
 from dashboard.owner.rows import zone_display
 
+TOP_REASONS = 3   # the pending reasons published with their summaries (health, overview)
+
 
 def owner_status(owner) -> dict:
     """`owner`: the CacheOwner."""
@@ -19,6 +21,7 @@ def owner_status(owner) -> dict:
             "binds_stuck": len(stuck), "oldest_stuck": _oldest_stuck(owner, stuck),
             "bind_stuck_after": owner.bind_stuck_after, "bind_deadline": owner.bind_deadline,
             "pending_reasons": owner.pending_reasons.counts,
+            "pending_top": owner.pending_reasons.top(TOP_REASONS),
             **owner.stats, **{k: v for part in owner.status_parts for k, v in part().items()}}
 
 

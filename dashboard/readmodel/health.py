@@ -13,6 +13,7 @@ pair.
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlencode
 
 import redis
 from django.conf import settings
@@ -208,10 +209,13 @@ class SchedulingProgress:
     progressed: bool           # any pod assumed or bound within the window
     oldest_pending: str | None  # its uid, the pod to look at
     window: float              # seconds
+    top_reason: dict | None = None  # the reason most pods wait for: {reason, pods, summary}
 
 
 def scheduling_check(progress: SchedulingProgress) -> Check:
-    """Stalled: pending grew over the window while no pod was assumed or bound."""
+    """Stalled: pending grew over the window while no pod was assumed or bound. Then the
+    reason most pods wait for is named, in kube-scheduler's words, and linked (the Pending
+    page filtered by it): the cause, where the oldest pod is only one example of it."""
     link = _pod_link(progress.oldest_pending, f"{reverse('pods')}?state=Pending")
     window = ago(progress.window).removesuffix(" ago")
     if progress.pending is None:
@@ -220,9 +224,15 @@ def scheduling_check(progress: SchedulingProgress) -> Check:
         return Check("scheduling", "Scheduling", OK,
                      f"Progressing ({progress.pending:,} pending)", link)
     if progress.pending_then is not None and progress.pending > progress.pending_then:
-        return Check("scheduling", "Scheduling", FAIL,
-                     f"Stalled: pending grew {progress.pending_then:,} -> {progress.pending:,} "
-                     f"in {window} and no pod was assumed or bound", link)
+        message = (f"Stalled: pending grew {progress.pending_then:,} -> {progress.pending:,} "
+                   f"in {window} and no pod was assumed or bound")
+        top = progress.top_reason
+        if top:
+            pods = top["pods"]
+            message += (f"; most wait for: {top['summary'] or top['reason']} "
+                        f"({pods:,} pod{'s' if pods != 1 else ''})")
+            link = f"{reverse('pending')}?{urlencode({'reason': top['reason']})}"
+        return Check("scheduling", "Scheduling", FAIL, message, link)
     return Check("scheduling", "Scheduling", OK,
                  f"{progress.pending:,} pending, none placed in {window}, not growing", link)
 
@@ -394,7 +404,8 @@ def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> Sch
             .order_by("-at").values_list("pending", flat=True).first())
     progressed = Transition.objects.filter(at__gte=since, kind__in=PROGRESS_KINDS).exists()
     oldest = oldest_uid(state=PodState.PENDING) if pending and not progressed else None
-    return SchedulingProgress(pending, then, progressed, oldest, window)
+    top = owner.pending_top[0] if owner.live and owner.pending_top else None
+    return SchedulingProgress(pending, then, progressed, oldest, window, top)
 
 
 def gather(now: datetime | None = None, thresholds: Thresholds | None = None,

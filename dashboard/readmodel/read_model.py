@@ -346,6 +346,12 @@ class OwnerStatus:
         return None if pending is None else max(0, pending - self.counters.get("assumed", 0))
 
     @property
+    def pending_top(self) -> list:
+        """The reasons most pending pods wait for, most first: [{reason, pods, summary}]
+        (dashboard/owner/pending_reasons.py; [] before the owner's first sweep ends)."""
+        return self.counters.get("pending_top") or []
+
+    @property
     def feed_backlog(self):
         return self.counters.get("feed_backlog")
 

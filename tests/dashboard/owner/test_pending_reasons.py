@@ -49,6 +49,21 @@ def test_each_pending_pod_counts_under_the_reason_most_nodes_give(owner):
     assert 'schedview_pending_pods{reason="fits a node now"} 1.0' in text
 
 
+def test_the_status_publishes_the_top_reasons_with_a_pod_s_summary(owner):
+    """The health banner and the overview name the reasons most pods wait for, each in
+    kube-scheduler's words for one of its pods (its filter part of FailedScheduling)."""
+    assert owner.status()["pending_top"] == []          # no sweep has ended yet
+    owner.flush()
+    top = owner.status()["pending_top"]
+    assert [(t["reason"], t["pods"]) for t in top] == [
+        ("Insufficient cpu", 2), ("Insufficient memory", 1), (pending_reasons.FITS, 1)]
+    by_reason = {t["reason"]: t["summary"] for t in top}
+    assert by_reason["Insufficient memory"] == (
+        "0/7 nodes are available: 1 Too many pods, 1 node(s) were unschedulable, 2 node(s) "
+        "had untolerated taint(s), 4 Insufficient memory.")
+    assert by_reason[pending_reasons.FITS].startswith("2/7 nodes can take the pod now")
+
+
 def test_equal_pods_share_one_diagnosis_and_the_count_waits_for_the_period(owner, monkeypatch):
     """Two pods alike but for their names: one diagnosis. A pod added mid-period is counted
     by the next sweep, PERIOD later."""
@@ -83,10 +98,16 @@ def test_a_sweep_over_budget_goes_on_at_the_next_flush():
         assert sweep.counts == {}
     sweep.step(0.0)
     assert sweep.counts == {"Insufficient cpu": 3}
+    assert sweep.top(1) == [{"reason": "Insufficient cpu", "pods": 3,
+                             "summary": "0/4 nodes are available: 4 Insufficient cpu."}]
 
 
 class Refused:
     fits = False
+
+    @staticmethod
+    def filter_message():
+        return "0/4 nodes are available: 4 Insufficient cpu."
 
     @staticmethod
     def reasons():

@@ -81,6 +81,35 @@ def test_a_stalled_scheduler_fails_and_links_to_the_oldest_pending_pod():
     assert stalled.link == "/pods/u-old/"
 
 
+GPU_SUMMARY = "0/100 nodes are available: 100 Insufficient nvidia.com/gpu."
+GPU = {"reason": "Insufficient nvidia.com/gpu", "pods": 480, "summary": GPU_SUMMARY}
+
+
+@pytest.mark.parametrize("top, message, link", [
+    (None, "Stalled: pending grew 4 -> 520 in 60 s and no pod was assumed or bound",
+     "/pods/u-old/"),
+    (GPU, "Stalled: pending grew 4 -> 520 in 60 s and no pod was assumed or bound; most "
+          f"wait for: {GPU_SUMMARY} (480 pods)",
+     "/pending/?reason=Insufficient+nvidia.com%2Fgpu"),
+    ({"reason": "fits a node now", "pods": 1,
+      "summary": "3/100 nodes can take the pod now"},
+     "Stalled: pending grew 4 -> 520 in 60 s and no pod was assumed or bound; most wait "
+     "for: 3/100 nodes can take the pod now (1 pod)", "/pending/?reason=fits+a+node+now"),
+    ({"reason": "Insufficient cpu", "pods": 2, "summary": ""},   # an owner without summaries
+     "Stalled: pending grew 4 -> 520 in 60 s and no pod was assumed or bound; most wait "
+     "for: Insufficient cpu (2 pods)", "/pending/?reason=Insufficient+cpu"),
+], ids=["no reasons yet", "gpus", "fits", "no summary"])
+def test_a_stall_names_the_top_pending_reason_and_links_its_pods(top, message, link):
+    check = health.scheduling_check(SchedulingProgress(520, 4, False, "u-old", 60, top))
+    assert (check.level, check.message, check.link) == (FAIL, message, link)
+
+
+def test_the_top_reason_is_named_only_for_a_stall():
+    check = health.scheduling_check(SchedulingProgress(4, 4, False, "u-old", 60, GPU))
+    assert check.level == OK and "most wait" not in check.message
+    assert check.link == "/pods/u-old/"
+
+
 @pytest.mark.parametrize("progress", [
     SchedulingProgress(520, 4, True, None, 60),      # pods were placed: progress
     SchedulingProgress(4, 4, False, "u", 60),        # not growing (a pod that fits nowhere)
@@ -216,6 +245,16 @@ def test_gather_sees_a_stalled_scheduler_and_its_clearing(owner_reports, setting
     scheduling = next(c for c in judged.checks if c.name == "scheduling")
     assert (scheduling.level, scheduling.link) == (FAIL, "/pods/oldest/")
     assert judged.level == FAIL and judged.problems[0].name == "scheduling"
+    # The owner's sweep has counted them: the banner names the top reason and links it.
+    owner_reports(pending=520, feed_backlog=0, read_model_backlog=0, pending_top=[
+        {"reason": "Insufficient cpu", "pods": 400, "summary": "0/3 nodes are available: "
+                                                               "3 Insufficient cpu."},
+        {"reason": "Too many pods", "pods": 120, "summary": "0/3 nodes are available: "
+                                                            "3 Too many pods."}])
+    scheduling = next(c for c in health.gather(now).checks if c.name == "scheduling")
+    assert scheduling.message.endswith("; most wait for: 0/3 nodes are available: 3 "
+                                       "Insufficient cpu. (400 pods)")
+    assert scheduling.link == "/pending/?reason=Insufficient+cpu"
     # A pod assumed: progress.
     Transition.objects.create(seq=1, at=now - timedelta(seconds=5), kind="pod_assumed",
                               key="newer", cause="extender")

@@ -112,6 +112,20 @@ def test_overview_counts_pods_by_state(client):
     assert "1 binding finished" in html
 
 
+def test_the_pending_card_names_the_top_reason_and_links_its_pods(client, owner):
+    _, html = page(client, "/")
+    assert 'id="pending-top"' not in html     # no live owner: no reasons counted
+    owner(pending=7, pending_top=[
+        {"reason": "Insufficient nvidia.com/gpu", "pods": 1200,
+         "summary": "0/100 nodes are available: 100 Insufficient nvidia.com/gpu."},
+        {"reason": "Insufficient cpu", "pods": 2, "summary": "0/100 nodes are available"}])
+    _, html = page(client, "/")
+    card = squash(html).split('id="pending-top">')[1].split("</dd>")[0]
+    assert card == ('most: <a href="/pending/?reason=Insufficient%20nvidia.com%2Fgpu" '
+                    'title="0/100 nodes are available: 100 Insufficient nvidia.com/gpu.">'
+                    'Insufficient nvidia.com/gpu</a> (1,200)')
+
+
 def test_overview_counts_what_expired_or_was_forgotten_in_the_last_five_minutes(client):
     now = timezone.now()
     transition("pod_expired", now - timedelta(minutes=1))
