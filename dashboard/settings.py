@@ -399,6 +399,12 @@ CELERY_BEAT_SCHEDULE = {
 # runs `manage.py standin` (a stand-in for kube-scheduler driving the extender), a period
 # every this many seconds, so every state of the machine shows. 0: `up` runs no stand-in.
 SCHEDVIEW_SCHEDULE_PERIOD = env.float("SCHEDVIEW_SCHEDULE_PERIOD", default=0.0)
+# Extended resources the stand-in's fit filter ignores and leaves to the extender, as
+# kube-scheduler's NodeResourcesFitArgs.ignoredResources does (capture 08 gpu-9): the
+# demo's pod asking for one (dashboard/launcher/demo_scenes.py) passes the stand-in's
+# filters and the extender, which checks every resource, answers that it waits.
+SCHEDVIEW_STANDIN_IGNORED_RESOURCES = env.list("SCHEDVIEW_STANDIN_IGNORED_RESOURCES",
+                                               default=["example.com/fpga"])
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_TASK_DEFAULT_QUEUE = CELERY_QUEUE
 CELERY_TASK_SERIALIZER = "json"

@@ -24,7 +24,9 @@ class PodView:
                  "requested", "milli_cpu", "memory", "ephemeral_storage", "scalars",
                  "has_requests", "host_ports", "node_matcher", "tolerations", "taint_verdicts")
 
-    def __init__(self, pod):
+    def __init__(self, pod, ignored_resources: frozenset = frozenset()):
+        """`ignored_resources`: extended resources the fit filter does not check, as
+        kube-scheduler's NodeResourcesFitArgs.ignoredResources (an extender checks them)."""
         metadata = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         self.pod = pod
@@ -39,7 +41,8 @@ class PodView:
         self.milli_cpu = requested.milli_cpu
         self.memory = requested.memory
         self.ephemeral_storage = requested.ephemeral_storage
-        self.scalars = tuple((n, q) for n, q in sorted(requested.scalar_resources.items()) if q > 0)
+        self.scalars = tuple((n, q) for n, q in sorted(requested.scalar_resources.items())
+                             if q > 0 and n not in ignored_resources)
         self.has_requests = bool(self.milli_cpu or self.memory or self.ephemeral_storage
                                  or self.scalars)
         self.host_ports = _host_ports(spec)

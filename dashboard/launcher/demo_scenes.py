@@ -1,4 +1,5 @@
-"""Two scenes the embedded default stages: a pod that waits, and the extender's Preempting.
+"""Three scenes the embedded default stages: a pod that waits, a pod the extender makes
+wait (its Waiting status, with reasons), and the extender's Preempting.
 
 The simulated cluster's churn makes pods that fit somewhere, so kube-scheduler's
 stand-in (dashboard/standin/standin.py) only ever binds them. `manage.py up` therefore adds,
@@ -9,6 +10,12 @@ through the Kubernetes API like any user:
   so the extender is never called for it (shared k8s-wire/extender 02 rej-2, 07
   noop-2) and it has no schedule status: the stand-in writes kube-scheduler's
   PodScheduled=False condition on the pod instead;
+- a job asking for an FPGA, a resource the stand-in's fit filter leaves to the extender
+  (SCHEDVIEW_STANDIN_IGNORED_RESOURCES, as kube-scheduler's ignoredResources: shared
+  k8s-wire/extender 08 gpu-9) and no node has: it passes kube-scheduler's own filters,
+  so `filter` is called, and the extender's algorithm, which checks every resource,
+  refuses every node. The extender's statuses hold it Waiting with each node's reason
+  ("Insufficient example.com/fpga"), the statuses page's Waiting pod;
 - on one GPU node, low-priority batch pods holding every free GPU (created bound,
   as a DaemonSet's or an earlier scheduler's would be), and a high-priority pod that
   needs those GPUs on that node: the stand-in finds no node for it and offers the
@@ -24,6 +31,8 @@ from schedcache.resource import node_allocatable, pod_requests
 from dashboard.kube.reflector import Reflector
 
 GPU = "nvidia.com/gpu"
+# The demo's resource only the extender checks (settings.SCHEDVIEW_STANDIN_IGNORED_RESOURCES).
+FPGA = "example.com/fpga"
 NAMESPACE = "default"
 # The simulated cluster's priority classes; a pod carries the value admission would set.
 PRIORITIES = {"batch-low": -10, "high-priority": 1_000_000}
@@ -33,13 +42,16 @@ _FINISHED = ("Succeeded", "Failed")
 PAGE_SIZE = 500      # objects a list page holds
 
 
-def _pod(name: str, gpus: int, priority_class: str = "", *, node: str = "",
-         selector: dict | None = None, role: str) -> dict:
-    resources = {"requests": {"cpu": "1", "memory": "4Gi", GPU: str(gpus)},
-                 "limits": {GPU: str(gpus)}}
+def _pod(name: str, amount: int, priority_class: str = "", *, node: str = "",
+         selector: dict | None = None, role: str, device: str = GPU) -> dict:
+    """A pod asking for `amount` of `device` (an extended resource: requests equal limits)."""
+    resources = {"requests": {"cpu": "1", "memory": "4Gi", device: str(amount)},
+                 "limits": {device: str(amount)}}
     spec = {"containers": [{"name": "main", "image": "nvcr.io/nvidia/pytorch:24.10-py3",
                             "resources": resources}],
-            "tolerations": [TOLERATE_GPU], "priority": PRIORITIES.get(priority_class, 0)}
+            "priority": PRIORITIES.get(priority_class, 0)}
+    if device == GPU:
+        spec["tolerations"] = [TOLERATE_GPU]
     if priority_class:
         spec["priorityClassName"] = priority_class
     if node:
@@ -88,7 +100,8 @@ def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
 
 def stage(api: client.CoreV1Api) -> list[str]:
     """Create the scenes' pods; returns their names (none for a cluster without GPUs)."""
-    created = [_pod("demo-train-64-gpus", TOO_MANY_GPUS, role="waits")]
+    created = [_pod("demo-train-64-gpus", TOO_MANY_GPUS, role="waits"),
+               _pod("demo-fpga-job", 1, role="extender-waits", device=FPGA)]
     found = free_gpus(api)
     if found is not None and found[1] > 0:
         node, free = found

@@ -21,10 +21,11 @@ class StandInLoop:
     set. `make_api()` gives a CoreV1Api for the cluster; the extender is on `address`."""
 
     def __init__(self, make_api, address: str, *, call_timeout: float, period: float,
-                 limit: int = 20):
+                 limit: int = 20, ignored_resources: frozenset = frozenset()):
         self.period, self.limit = period, limit
         door = HttpDoor(address, call_timeout)
-        self.scheduler = StandIn(make_api(), door, ClusterView(make_api()))
+        self.scheduler = StandIn(make_api(), door, ClusterView(make_api()),
+                                 ignored_resources=ignored_resources)
         self.started = time.monotonic()
 
     def step(self, now: float | None = None) -> dict:

@@ -10,7 +10,9 @@ that failed comes back):
 
 1. its own filter plugins first, on its own view of the cluster (`standin_view.py`:
    resources with extended ones, node name, selector and affinity, taints,
-   unschedulable, host ports, by the `scheduling` library's predicates), over the
+   unschedulable, host ports, by the `scheduling` library's predicates; extended
+   resources it is told to ignore are left to the extender, as kube-scheduler's
+   NodeResourcesFitArgs.ignoredResources leaves them: 08 gpu-9), over the
    nodes in zone-interleaved order from where the last attempt stopped, until
    kube-scheduler's number of feasible nodes is found (every node below 100 nodes). A
    pod nominated to a node that passes is tried on that node alone (03a: after a
@@ -207,9 +209,14 @@ class StandIn:
     """The process's kube-scheduler: `period()` attempts the due pods. `api` writes
     (status, deletes) to the cluster that `view` reflects; `door` calls the extender."""
 
-    def __init__(self, api, door, view: ClusterView, queue: SchedulingQueue | None = None):
+    def __init__(self, api, door, view: ClusterView, queue: SchedulingQueue | None = None,
+                 ignored_resources: frozenset = frozenset()):
         self.api, self.door, self.view = api, door, view
         self.queue = queue if queue is not None else SchedulingQueue()
+        # Extended resources its fit filter (and so its preemption) leaves to the extender,
+        # as NodeResourcesFitArgs.ignoredResources or an extender's managedResources with
+        # ignoredByScheduler do: such a pod is sent to `filter` all the same (08 gpu-9).
+        self.ignored_resources = ignored_resources
         self.next_start = 0      # kube-scheduler's nextStartNodeIndex
 
     def close(self) -> None:
@@ -250,7 +257,7 @@ class StandIn:
 
     # --- one attempt: filters, then bind or preempt ------------------------------------
     def _attempt(self, pod, now):
-        view = PodView(pod)
+        view = PodView(pod, self.ignored_resources)
         records = self.view.algorithm.records
         feasible, refused, resolvable = self._own_filter(view, records, pod)
         if not feasible:

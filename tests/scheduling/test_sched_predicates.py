@@ -2,6 +2,7 @@
 import pytest
 
 from scheduling import predicates as pr
+from scheduling.podview import PodView
 from simcluster.generate import make_node
 
 from tests.scheduling.sched_builders import node_record, pod, view
@@ -45,6 +46,16 @@ def test_resources_fit(pending, bound, expected):
     bound_pods = [pod(node_name="n1", **b) for b in bound]
     record = node_record(small_node(), bound_pods)
     assert pr.resources_fit(view(pod(**pending)), record) == expected
+
+
+def test_ignored_extended_resources_are_left_out_of_the_fit():
+    # kube-scheduler's NodeResourcesFitArgs.ignoredResources: an extender checks them (the
+    # captures' 08 gpu-9 reached `filter` asking 9 GPUs no node had)
+    record = node_record(small_node())
+    asks = pod(requests={"example.com/fpga": "1", GPU: "3"})
+    assert pr.resources_fit(PodView(asks, frozenset({"example.com/fpga"})), record) == (
+        f"Insufficient {GPU}")
+    assert pr.resources_fit(PodView(asks, frozenset({"example.com/fpga", GPU})), record) is None
 
 
 def test_zero_request_pod_fits_an_overcommitted_node():

@@ -37,4 +37,6 @@ class Command(BaseCommand):
         # The listener waits up to the extender timeout for the owner, then answers.
         StandInLoop(kube.core_api, settings.SCHEDVIEW_EXTENDER_ADDRESS,
                     call_timeout=settings.SCHEDVIEW_EXTENDER_TIMEOUT + 5.0,
-                    period=period, limit=limit).run(stop)
+                    period=period, limit=limit,
+                    ignored_resources=frozenset(settings.SCHEDVIEW_STANDIN_IGNORED_RESOURCES)
+                    ).run(stop)

@@ -1,12 +1,20 @@
-"""The embedded default's staged scenes make kube-scheduler's stand-in wait and preempt:
-the scenes' pods go into a served simulated cluster, and the stand-in drives an extender
-answering as the captures' did (fake_extender.py)."""
+"""The embedded default's staged scenes make kube-scheduler's stand-in wait and preempt,
+and the extender make a pod wait: the scenes' pods go into a served simulated cluster,
+and the stand-in drives an extender answering as the captures' did (fake_extender.py),
+its `filter` of the FPGA job answered by the real extender (the owner's, over a cache of
+the same cluster)."""
+import orjson
 import pytest
+from django.conf import settings
+
+from kubernetes import client
 
 from simcluster import SimCluster
 from simcluster.generate import GPU, Cluster, make_node, make_pod
 
 from dashboard.launcher import demo_scenes
+from dashboard.wire.extender import WAITING
+from tests.dashboard.owner.extender.extender_builders import World
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
 
 GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
@@ -26,10 +34,14 @@ def sim():
         yield s
 
 
+IGNORED = frozenset(settings.SCHEDVIEW_STANDIN_IGNORED_RESOURCES)
+SCENE_PODS = ["demo-train-64-gpus", "demo-fpga-job", *(f"demo-batch-{i}" for i in range(6)),
+              "demo-urgent-train"]
+
+
 def test_the_scenes_fill_the_freest_gpu_node_and_ask_for_what_it_frees(v1):
     names = demo_scenes.stage(v1)
-    assert names == ["demo-train-64-gpus", *(f"demo-batch-{i}" for i in range(6)),
-                     "demo-urgent-train"]
+    assert names == SCENE_PODS
     victims = [v1.read_namespaced_pod(f"demo-batch-{i}", "default") for i in range(6)]
     assert {(p.spec.node_name, p.spec.priority) for p in victims} == {("gpu-2", -10)}
     urgent = v1.read_namespaced_pod("demo-urgent-train", "default")
@@ -38,16 +50,87 @@ def test_the_scenes_fill_the_freest_gpu_node_and_ask_for_what_it_frees(v1):
     assert urgent.spec.containers[0].resources.requests[GPU] == "6"
 
 
-def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
+def owner_extender(sim):
+    """The owner's extender (real cache, DefaultAlgorithm, statuses) over the cluster's
+    nodes and placed pods, shown every pod the cluster holds as the watch would."""
+    world = World()
+    for node in NODES:
+        world.cache.add_node(node)
+    for pod in BUSY:
+        world.cache.add_pod(pod)
+    api_client = sim.api_client()
+    try:
+        raw = client.CoreV1Api(api_client).list_namespaced_pod("default",
+                                                               _preload_content=False)
+        world.known.update((p["metadata"]["uid"], p) for p in orjson.loads(raw.data)["items"])
+    finally:
+        api_client.close()
+    return world
+
+
+def answer_fpga_filter(extender, world):
+    """The FPGA job's `filter` answered by the owner's extender, the rest by the fake."""
+    def answer(body):
+        if body["Pod"]["metadata"]["name"] == "demo-fpga-job":
+            return 200, world.extender.filter(body)
+        return None
+    extender.answers["filter"] = answer
+
+
+def test_the_fpga_job_passes_kube_scheduler_s_filters_and_the_extender_makes_it_wait(sim):
+    """The statuses page's Waiting pod: kube-scheduler's fit filter ignores the FPGA, so
+    `filter` is called (08 gpu-9), and the extender, which counts every resource, refuses
+    the node: Waiting, with the node's reason; kube-scheduler reports it Unschedulable."""
+    with running_stand_in(sim, IGNORED) as (v1, extender, scheduler):
+        demo_scenes.stage(v1)
+        world = owner_extender(sim)
+        answer_fpga_filter(extender, world)
+        uid = {p.metadata.name: p.metadata.uid for p in v1.list_namespaced_pod("default").items}
+        settle(scheduler.view, lambda: uid["demo-fpga-job"] in scheduler.view.pending,
+               "the FPGA job")
+        scheduler.period(now=1000.0)
+        # Only cpu-1 passes kube-scheduler's filters (the GPU nodes' taint is not tolerated)
+        filtered = [body for verb, name, body in extender.calls
+                    if (verb, name) == ("filter", "demo-fpga-job")]
+        assert [body["NodeNames"] for body in filtered] == [["cpu-1"]]
+        status = world.statuses.get(uid["demo-fpga-job"])
+        assert (status.state, dict(status.wait_reasons)) == (
+            WAITING, {"cpu-1": "Insufficient example.com/fpga"})
+        assert status.summary()["reasons"] == {"Insufficient example.com/fpga": 1}
+        condition = v1.read_namespaced_pod("demo-fpga-job", "default").status.conditions[0]
+        assert (condition.type, condition.status, condition.reason) == (
+            "PodScheduled", "False", "Unschedulable")
+        assert condition.message.startswith(
+            "0/3 nodes are available: 1 Insufficient example.com/fpga, 2 node(s) had "
+            "untolerated taint")
+
+
+def test_without_the_ignored_resource_kube_scheduler_refuses_the_fpga_job_itself(sim):
+    """Why the setting: a fit filter that counts the FPGA leaves no node, so the extender
+    is never asked and holds no status for the pod (02 rej-2)."""
     with running_stand_in(sim) as (v1, extender, scheduler):
         demo_scenes.stage(v1)
+        settle(scheduler.view, lambda: any(p["metadata"]["name"] == "demo-fpga-job"
+                                           for p in scheduler.view.pending.values()),
+               "the FPGA job")
+        scheduler.period(now=1000.0)
+        assert extender.verbs("demo-fpga-job") == []
+
+
+def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
+    with running_stand_in(sim, IGNORED) as (v1, extender, scheduler):
+        demo_scenes.stage(v1)
+        answer_fpga_filter(extender, owner_extender(sim))
         uid = {p.metadata.name: p.metadata.uid for p in v1.list_namespaced_pod("default").items}
-        settle(scheduler.view, lambda: {uid["demo-train-64-gpus"], uid["demo-urgent-train"]}
-               <= set(scheduler.view.pending), "the scenes' pending pods")
+        settle(scheduler.view, lambda: {uid["demo-train-64-gpus"], uid["demo-urgent-train"],
+                                        uid["demo-fpga-job"]} <= set(scheduler.view.pending),
+               "the scenes' pending pods")
         counts = scheduler.period(now=1000.0)
-        # No node can make room for 64 GPUs: no preempt call for it (02 rej-2).
-        assert counts == {"bind": 0, "wait": 1, "preempt": 1, "error": 0, "victims": 6}
-        assert extender.verbs() == [("preempt", "demo-urgent-train")]
+        # No node can make room for 64 GPUs: no preempt call for it (02 rej-2); the FPGA
+        # job is refused by the extender's filter.
+        assert counts == {"bind": 0, "wait": 2, "preempt": 1, "error": 0, "victims": 6}
+        assert extender.verbs() == [("preempt", "demo-urgent-train"),
+                                    ("filter", "demo-fpga-job")]
         assert list(extender.calls[0][2]["NodeNameToMetaVictims"]) == ["gpu-2"]
         urgent = v1.read_namespaced_pod("demo-urgent-train", "default")
         assert urgent.status.nominated_node_name == "gpu-2"
@@ -59,9 +142,9 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
                                           for n in map(pod_name, scheduler.view.pods.values())),
                "the evicted pods go")
         counts = scheduler.period(now=1010.0)
-        assert counts["bind"] == 1 and counts["wait"] == 1
-        assert extender.verbs()[1:] == [("filter", "demo-urgent-train"),
-                                        ("bind", "demo-urgent-train")]
+        assert counts["bind"] == 1
+        assert extender.verbs("demo-urgent-train")[1:] == [("filter", "demo-urgent-train"),
+                                                           ("bind", "demo-urgent-train")]
         assert v1.read_namespaced_pod("demo-urgent-train", "default").spec.node_name == "gpu-2"
 
 
@@ -72,10 +155,10 @@ def pod_name(pod):
 def test_a_cluster_without_gpus_gets_only_the_waiting_job():
     with SimCluster(cluster=Cluster(nodes=[make_node("cpu-1")], pods=[]), kubelet=False,
                     namespaces=1) as s:
-        from kubernetes import client
         api_client = s.api_client()
         try:
-            assert demo_scenes.stage(client.CoreV1Api(api_client)) == ["demo-train-64-gpus"]
+            assert demo_scenes.stage(client.CoreV1Api(api_client)) == ["demo-train-64-gpus",
+                                                                       "demo-fpga-job"]
         finally:
             api_client.close()
 

@@ -83,14 +83,15 @@ class FakeExtender:
 
 
 @contextlib.contextmanager
-def running_stand_in(sim):
-    """(v1, extender, scheduler): a FakeExtender and a StandIn calling it, on `sim`."""
+def running_stand_in(sim, ignored_resources=frozenset()):
+    """(v1, extender, scheduler): a FakeExtender and a StandIn calling it, on `sim`; the
+    stand-in's fit filter ignores `ignored_resources`."""
     api_client = sim.api_client()
     v1 = client.CoreV1Api(api_client)
     extender = FakeExtender(v1)
     view = ClusterView(v1, watch_timeout=30).start()
     scheduler = standin.StandIn(v1, standin.HttpDoor(extender.address, 5.0), view,
-                                SchedulingQueue())
+                                SchedulingQueue(), ignored_resources)
     try:
         yield v1, extender, scheduler
     finally:
