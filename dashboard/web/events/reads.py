@@ -145,14 +145,33 @@ class EventPage:
     filter: EventFilter
     rows: list[EventRow]   # newest first
     cursor: int
+    before: int | None = None        # this page's cut: None for the newest (live) page
+    next_before: int | None = None   # the cut of the page of older rows; None: this is the last
 
 
-def recent_events(event_filter: EventFilter) -> EventPage:
-    """The newest EVENTS_SHOWN matching events up to the cursor, newest first."""
+def page_cut(query) -> int | None:
+    """`before=<seq>` of an older page (the rows below that number), None for the newest."""
+    raw = (query.get("before") or "").strip()
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isdigit() or not 1 <= int(raw) < 2**63:
+        raise BadEventFilter(f"before: a sequence number from 1 up, not {raw[:40]!r}")
+    return int(raw)
+
+
+def recent_events(event_filter: EventFilter, before: int | None = None) -> EventPage:
+    """EVENTS_SHOWN matching events, newest first: the newest up to the cursor, or (an older
+    page) those numbered below `before`. A keyset on the unique seq index, so a page far
+    back costs what the first does."""
     cursor = history_cursor()
-    rows = (event_filter.apply(Transition.objects.filter(seq__lte=cursor))
-            .order_by("-seq").values(*_FIELDS)[:EVENTS_SHOWN])
-    return EventPage(event_filter, [row_of(row) for row in rows], cursor)
+    span = Transition.objects.filter(seq__lte=cursor)
+    if before is not None:
+        span = span.filter(seq__lt=before)
+    taken = [row_of(row) for row in event_filter.apply(span).order_by("-seq")
+             .values(*_FIELDS)[:EVENTS_SHOWN + 1]]
+    rows = taken[:EVENTS_SHOWN]
+    return EventPage(event_filter, rows, cursor, before,
+                     rows[-1].seq if len(taken) > EVENTS_SHOWN else None)
 
 
 def events_between(event_filter: EventFilter, after: int, before: int | None = None,

@@ -156,3 +156,40 @@ def test_a_failed_binds_cause_is_on_the_events_page_and_the_pods_timeline(viewer
     assert f'bind result<div class="cause-detail">{REFUSED}</div>' in unescape(timeline)
     # a live page's row, from the owner's push, says the same
     assert event_reads.row_of(event(3, "pod_forgotten", detail=REFUSED)).detail == REFUSED
+
+
+def older_link(html):
+    """The pager's "Older →" query string, or None on the last page."""
+    if 'rel="next"' not in html:
+        return None
+    return unescape(html.split('rel="next"')[0].rsplit('href="?', 1)[1].split('"')[0])
+
+
+def test_paging_back_reaches_the_oldest_row_and_only_the_newest_page_is_live(
+        viewer_client, monkeypatch):
+    monkeypatch.setattr(event_reads, "EVENTS_SHOWN", 3)
+    for seq in range(1, 9):
+        transition(seq, namespace="web" if seq != 4 else "batch")
+    _, html = get(viewer_client, "/events/?namespace=web")
+    pages = [seqs(html)]
+    assert 'ws-connect="/ws/events/?namespace=web"' in html and 'rel="first"' not in html
+    while (query := older_link(html)) is not None:
+        _, html = get(viewer_client, f"/events/?{query}")
+        assert "namespace=web" in query and "/ws/events/" not in html   # still, filtered
+        assert 'href="/events/?namespace=web" rel="first"' in html
+        pages.append(seqs(html))
+    assert pages == [[8, 7, 6], [5, 3, 2], [1]]
+
+
+def test_a_page_cut_past_the_newest_rows_is_still_under_the_cursor(viewer_client):
+    for seq in range(1, 4):
+        transition(seq)
+    response, html = get(viewer_client, "/events/?before=3")
+    assert seqs(html) == [2, 1] and response.context["events"].next_before is None
+    assert 'id="events-cursor"' not in html
+
+
+@pytest.mark.parametrize("cut", ["x", "-1", "0", "1.5", "९", str(2**63)])
+def test_a_bad_page_cut_is_refused(viewer_client, cut):
+    _, html = get(viewer_client, f"/events/?before={cut}", status=400)
+    assert "before: a sequence number" in unescape(html)
