@@ -174,9 +174,11 @@ def test_paging_back_reaches_the_oldest_row_and_only_the_newest_page_is_live(
     _, html = get(viewer_client, "/events/?namespace=web")
     pages = [seqs(html)]
     assert 'ws-connect="/ws/events/?namespace=web"' in html and 'rel="first"' not in html
+    assert 'id="events-pause"' in html
     while (query := older_link(html)) is not None:
         _, html = get(viewer_client, f"/events/?{query}")
         assert "namespace=web" in query and "/ws/events/" not in html   # still, filtered
+        assert 'id="events-pause"' not in html
         assert 'href="/events/?namespace=web" rel="first"' in html
         pages.append(seqs(html))
     assert pages == [[8, 7, 6], [5, 3, 2], [1]]
