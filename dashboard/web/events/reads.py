@@ -208,8 +208,9 @@ def row_of(event: dict) -> EventRow:
                     actor=event.get("actor") or "", detail=event.get("detail") or "")
 
 
-_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state", "to_state",
-           "cause", "actor", "detail"]
+# A transition as the page and its exports carry it, in this order (the CSV's columns).
+FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state", "to_state",
+          "cause", "actor", "detail"]
 
 
 def history_cursor() -> int:
@@ -238,17 +239,25 @@ def page_cut(query) -> int | None:
 
 def recent_events(event_filter: EventFilter, before: int | None = None) -> EventPage:
     """EVENTS_SHOWN matching events, newest first: the newest up to the cursor, or (an older
-    page) those numbered below `before`. A keyset on the unique seq index, so a page far
-    back costs what the first does."""
+    page) those numbered below `before`."""
     cursor = history_cursor()
-    span = Transition.objects.filter(seq__lte=cursor)
-    if before is not None:
-        span = span.filter(seq__lt=before)
-    taken = [row_of(row) for row in event_filter.apply(span).order_by("-seq")
-             .values(*_FIELDS)[:EVENTS_SHOWN + 1]]
+    taken = older_than(event_filter, page_top(cursor, before), EVENTS_SHOWN + 1)
     rows = taken[:EVENTS_SHOWN]
     return EventPage(event_filter, rows, cursor, before,
                      rows[-1].seq if len(taken) > EVENTS_SHOWN else None)
+
+
+def page_top(cursor: int, before: int | None) -> int:
+    """Where a page (or its export) starts: below `before`, never past the cursor."""
+    return cursor + 1 if before is None else min(before, cursor + 1)
+
+
+def older_than(event_filter: EventFilter, below: int, limit: int) -> list[EventRow]:
+    """At most `limit` matching events numbered below `below`, newest first: a keyset on the
+    unique seq index, so a cut far back costs what the first does."""
+    rows = (event_filter.apply(Transition.objects.filter(seq__lt=below)).order_by("-seq")
+            .values(*FIELDS)[:limit])
+    return [row_of(row) for row in rows]
 
 
 def events_between(event_filter: EventFilter, after: int, before: int | None = None,
@@ -261,5 +270,5 @@ def events_between(event_filter: EventFilter, after: int, before: int | None = N
     if before is not None:
         span = span.filter(seq__lt=before)
     top = span.aggregate(top=Max("seq"))["top"] or after
-    rows = list(event_filter.apply(span).order_by("seq").values(*_FIELDS)[:limit + 1])
+    rows = list(event_filter.apply(span).order_by("seq").values(*FIELDS)[:limit + 1])
     return [row_of(row) for row in rows[:limit]], top, len(rows) > limit
