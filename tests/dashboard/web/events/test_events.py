@@ -230,6 +230,7 @@ FILTERS = [
     ("since=2026-01-01T12:00:03&until=2026-01-01T12:00:05&node=n2", [4, 3]),
     ("since=2026-01-01T13:00:03%2B01:00&until=2026-01-01T12:00:03Z", [3]),
     ("namespace=web&kind=pod_updated&unchanged=shown", [2]),
+    ("namespace=web&kind=pod_updated", []),
 ]
 
 
@@ -238,6 +239,8 @@ def test_the_new_filters_combine(viewer_client, query, expected):
     three_pods_and_a_node()
     _, html = get(viewer_client, f"/events/?{query}")
     assert seqs(html) == expected, query
+    assert ("No-change updates (Added → Added) are hidden." in html) == \
+        ("unchanged=shown" not in query)
 
 
 def test_every_filter_agrees_in_sql_and_on_pushed_events():
