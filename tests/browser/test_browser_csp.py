@@ -2,6 +2,8 @@
 done, the API docs drawn, and nothing refused (the `page` fixture fails a test on any
 refusal Chromium reports). The policy is enforced, not just sent: an inline script a page
 somehow got is refused."""
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -51,6 +53,29 @@ def test_the_pods_countdown_and_events_scripts_run(page):
     page.goto("/events/")
     wait_live(page)
     assert page.evaluate("[...document.scripts].some(s => s.src.endsWith('/events.js'))")
+
+
+def test_the_events_page_pauses_and_resumes_live_rows(page, kube, bound_pod):
+    """Paused, a push waits (counted, not shown) and moves no cursor; Resume applies it."""
+    name = "held-by-pause"
+    page.goto(f"/events/?pod=default/{name}")
+    wait_live(page)
+    page.click("#events-pause")
+    expect(page.locator("#events-pause")).to_have_text("Resume")
+    kube.create_namespaced_pod("default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"nodeName": bound_pod[1], "containers": [
+            {"name": "app", "image": "registry.example/app:1"}]}})
+    try:
+        expect(page.locator("#events-waiting")).to_have_text(
+            re.compile(r"[1-9][0-9]* new events? waiting"))
+        assert page.locator("#event-rows tr.event").count() == 0
+        page.click("#events-pause")
+        expect(page.locator("#event-rows tr.event").first).to_contain_text(f"default/{name}")
+        expect(page.locator("#events-waiting")).to_have_text("")
+        expect(page.locator("#events-pause")).to_have_text("Pause")
+    finally:
+        kube.delete_namespaced_pod(name, "default", grace_period_seconds=0)
 
 
 def test_the_api_docs_render(page):

@@ -1,5 +1,6 @@
 """The events page: transitions from the history, newest first, filtered by kind, namespace,
 node and cause; a filter that can match nothing is refused with a 400 page."""
+from datetime import timedelta
 from html import unescape
 
 import pytest
@@ -7,7 +8,7 @@ from django.http import QueryDict
 
 from dashboard.models import Transition
 from dashboard.web.events import reads as event_reads
-from tests.dashboard.web.nodes.nodepages import event, get, transition
+from tests.dashboard.web.nodes.nodepages import T0, event, get, transition
 
 pytestmark = pytest.mark.django_db
 
@@ -156,3 +157,129 @@ def test_a_failed_binds_cause_is_on_the_events_page_and_the_pods_timeline(viewer
     assert f'bind result<div class="cause-detail">{REFUSED}</div>' in unescape(timeline)
     # a live page's row, from the owner's push, says the same
     assert event_reads.row_of(event(3, "pod_forgotten", detail=REFUSED)).detail == REFUSED
+
+
+def older_link(html):
+    """The pager's "Older →" query string, or None on the last page."""
+    if 'rel="next"' not in html:
+        return None
+    return unescape(html.split('rel="next"')[0].rsplit('href="?', 1)[1].split('"')[0])
+
+
+def test_paging_back_reaches_the_oldest_row_and_only_the_newest_page_is_live(
+        viewer_client, monkeypatch):
+    monkeypatch.setattr(event_reads, "EVENTS_SHOWN", 3)
+    for seq in range(1, 9):
+        transition(seq, namespace="web" if seq != 4 else "batch")
+    _, html = get(viewer_client, "/events/?namespace=web")
+    pages = [seqs(html)]
+    assert 'ws-connect="/ws/events/?namespace=web"' in html and 'rel="first"' not in html
+    assert 'id="events-pause"' in html
+    while (query := older_link(html)) is not None:
+        _, html = get(viewer_client, f"/events/?{query}")
+        assert "namespace=web" in query and "/ws/events/" not in html   # still, filtered
+        assert 'id="events-pause"' not in html
+        assert 'href="/events/?namespace=web" rel="first"' in html
+        pages.append(seqs(html))
+    assert pages == [[8, 7, 6], [5, 3, 2], [1]]
+
+
+def test_a_page_cut_past_the_newest_rows_is_still_under_the_cursor(viewer_client):
+    for seq in range(1, 4):
+        transition(seq)
+    response, html = get(viewer_client, "/events/?before=3")
+    assert seqs(html) == [2, 1] and response.context["events"].next_before is None
+    assert 'id="events-cursor"' not in html
+
+
+@pytest.mark.parametrize("cut", ["x", "-1", "0", "1.5", "९", str(2**63)])
+def test_a_bad_page_cut_is_refused(viewer_client, cut):
+    _, html = get(viewer_client, f"/events/?before={cut}", status=400)
+    assert "before: a sequence number" in unescape(html)
+
+
+def three_pods_and_a_node():
+    """Three pods and a node, a second apart from T0 (12:00 UTC); two updates change nothing."""
+    transition(1, "pod_added", key="uid-a", namespace="web", name="a", node="n1")
+    transition(2, "pod_updated", key="uid-a", namespace="web", name="a", node="n1",
+               from_state="Added", to_state="Added")
+    transition(3, "pod_assumed", key="uid-b", namespace="web", name="b", node="n2",
+               cause="operator", actor="alice", from_state="Initial", to_state="Assumed")
+    transition(4, "pod_binding_finished", key="uid-b", namespace="web", name="b", node="n2",
+               cause="bind", actor="alice", from_state="Assumed", to_state="Assumed")
+    transition(5, "node_updated", key="uid-a", namespace="", name="uid-a", node="",
+               from_state="", to_state="")        # a node named as a pod's uid
+    transition(6, "pod_updated", key="uid-c", namespace="batch", name="a", node="n1",
+               from_state="Added", to_state="Added", actor="bob")
+    transition(7, "pod_expired", key="uid-b", namespace="web", name="b", node="n2",
+               cause="reaper", from_state="Assumed", to_state="Expired")
+
+
+FILTERS = [
+    ("", [7, 5, 4, 3, 1]),                           # no-change updates hidden
+    ("unchanged=shown", [7, 6, 5, 4, 3, 2, 1]),
+    ("actor=alice", [4, 3]),
+    ("actor=alice&cause=bind", [4]),
+    ("pod=uid-a", [1]),                              # a pod's events, not a node's
+    ("pod=uid-a&unchanged=shown", [2, 1]),
+    ("pod=web/b", [7, 4, 3]),
+    ("pod=web/a&unchanged=shown", [2, 1]),
+    ("pod=batch/a&unchanged=shown&actor=bob", [6]),
+    ("since=2026-01-01T12:00:03Z", [7, 5, 4, 3]),
+    ("until=2026-01-01T12:00:04%2B00:00", [4, 3, 1]),
+    ("since=2026-01-01T12:00:03&until=2026-01-01T12:00:05&node=n2", [4, 3]),
+    ("since=2026-01-01T13:00:03%2B01:00&until=2026-01-01T12:00:03Z", [3]),
+    ("namespace=web&kind=pod_updated&unchanged=shown", [2]),
+    ("namespace=web&kind=pod_updated", []),
+]
+
+
+@pytest.mark.parametrize("query, expected", FILTERS)
+def test_the_new_filters_combine(viewer_client, query, expected):
+    three_pods_and_a_node()
+    _, html = get(viewer_client, f"/events/?{query}")
+    assert seqs(html) == expected, query
+    assert ("No-change updates (Added → Added) are hidden." in html) == \
+        ("unchanged=shown" not in query)
+
+
+def test_every_filter_agrees_in_sql_and_on_pushed_events():
+    three_pods_and_a_node()
+    pushed = {row.seq: row for row in Transition.objects.all()}
+    for query, expected in FILTERS:
+        event_filter = event_reads.EventFilter.from_query(QueryDict(query))
+        in_sql = sorted(event_filter.apply(Transition.objects.all()).values_list("seq", flat=True))
+        in_python = [seq for seq, row in sorted(pushed.items()) if event_filter.matches(event(
+            seq, row.kind, key=row.key, namespace=row.namespace, name=row.name, node=row.node,
+            cause=row.cause, actor=row.actor, from_state=row.from_state,
+            to_state=row.to_state, at=row.at.timestamp()))]
+        assert in_sql == in_python == sorted(expected), query
+
+
+def test_the_filter_keeps_itself_in_its_links_and_its_form(viewer_client):
+    three_pods_and_a_node()
+    _, html = get(viewer_client, "/events/?actor=alice&since=2026-01-01T12:00:03Z"
+                                 "&unchanged=shown&pod=web/b")
+    socket_url = unescape(html.split('ws-connect="')[2].split('"')[0])
+    assert event_reads.EventFilter.from_query(QueryDict(socket_url.split("?")[1])) == \
+        event_reads.EventFilter(actor="alice", pod="web/b", unchanged=True,
+                                since=T0 + timedelta(seconds=3))
+    assert 'name="unchanged" value="shown" checked' in html
+    assert 'value="2026-01-01T12:00:03+00:00"' in html and 'value="web/b"' in html
+
+
+@pytest.mark.parametrize("query, says", [
+    ("actor=" + "x" * 151, "actor: at most 150 printable characters"),
+    ("actor=a%07b", "actor: at most 150 printable characters"),
+    ("pod=Web/a", "pod: a uid or namespace/name, not 'Web/a'"),
+    ("pod=web/", "pod: a uid or namespace/name"),
+    ("pod=a b", "pod: a uid or namespace/name"),
+    ("since=yesterday", "since: an ISO time such as"),
+    ("until=2026-13-01", "until: an ISO time such as"),
+    ("since=2026-01-02&until=2026-01-01", "since: a time before until"),
+    ("unchanged=yes", "unchanged: 'shown' or nothing"),
+])
+def test_a_bad_new_filter_is_a_400_saying_why(viewer_client, query, says):
+    three_pods_and_a_node()
+    _, html = get(viewer_client, f"/events/?{query}", status=400)
+    assert says in unescape(html) and "<tr id=\"event-" not in html

@@ -83,6 +83,24 @@ async def test_the_filter_in_the_url_applies_to_history_and_pushes(redis_url, ws
 
 
 @pytest.mark.asyncio
+async def test_no_change_updates_and_the_new_filters_hold_for_pushes(redis_url, ws_headers):
+    unchanged = {"from_state": "Added", "to_state": "Added"}
+    async with socket("/ws/events/", ws_headers, pushes_on_connect=False) as ws:
+        await say(ws, 0)
+        await flush([event(1, "pod_updated", **unchanged), event(2)])
+        html = await ws.receive_from(timeout=WAIT)
+        assert pushed_seqs(html) == [2] and cursor(html) == 2      # hidden, but counted
+    async with socket("/ws/events/?unchanged=shown&actor=alice&pod=default/pod-4", ws_headers,
+                      pushes_on_connect=False) as ws:
+        await say(ws, 2)
+        await flush([event(3, "pod_updated", actor="alice", **unchanged),
+                     event(4, "pod_updated", actor="alice", **unchanged),
+                     event(5, "pod_updated", actor="bob", name="pod-4", **unchanged)])
+        html = await ws.receive_from(timeout=WAIT)
+        assert pushed_seqs(html) == [4] and cursor(html) == 5
+
+
+@pytest.mark.asyncio
 async def test_a_page_away_too_long_is_told_to_reload(redis_url, ws_headers, monkeypatch):
     monkeypatch.setattr(event_reads, "CATCH_UP_LIMIT", 2)
     await history(1, 2, 3, 4)
@@ -107,5 +125,6 @@ async def test_a_bad_word_from_the_page_is_answered_and_changes_nothing(redis_ur
 @pytest.mark.asyncio
 async def test_a_bad_filter_or_no_login_closes_the_socket(redis_url, ws_headers):
     assert await refused("/ws/events/?kind=nope", ws_headers) == BAD_INPUT
+    assert await refused("/ws/events/?since=never", ws_headers) == BAD_INPUT
     anonymous = [header for header in ws_headers if header[0] != b"cookie"]
     assert await refused("/ws/events/", anonymous) == 4401
