@@ -4,6 +4,7 @@ are reported as drift and rewritten, and rows merely behind the cache are not dr
 import threading
 
 import pytest
+from django.db import OperationalError
 
 from schedcache import Cache
 
@@ -138,3 +139,18 @@ def test_rows_are_not_compared_before_every_row_was_written(owner, writer):
     feed(owner, CompareRequest(nodes("n1"), [pod("a", "n1")], "30"))
     report = latest_report(writer, owner)
     assert report["rows_compared"] is False and "rows_extra" not in report
+
+
+def test_rows_that_cannot_be_read_leave_the_caches_comparison_standing(owner, writer,
+                                                                       monkeypatch):
+    a = pod("a", "n1")
+    written(owner, writer, nodes("n1"), [a])
+
+    def down():
+        raise OperationalError("connection failed: Connection refused")
+    monkeypatch.setattr(row_drift, "read_rows", down)
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    monkeypatch.undo()
+    report = latest_report(writer, owner)
+    assert report["rows_compared"] is False
+    assert report["missed_pods"] == [uid(pod("missed", "n1"))]
