@@ -28,6 +28,31 @@ def percentile(samples, q: float):
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+class Ticker:
+    """A thread that wants the GIL every millisecond, as the owner's thread does: its gaps
+    between ticks are what another thread of the process makes the owner wait."""
+
+    def __init__(self):
+        self.gaps, self._stop = [], threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        last = time.perf_counter()
+        while not self._stop.is_set():
+            time.sleep(0.001)
+            now = time.perf_counter()
+            self.gaps.append(now - last)
+            last = now
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
 @contextlib.contextmanager
 def served_cluster(nodes, pods, *options):
     """`python -m simcluster serve` with 5 zones; yields (url, kubeconfig path)."""

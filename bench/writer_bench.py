@@ -14,7 +14,6 @@ the 99th-percentile wait between its ticks: what the owner's thread waits for at
 import argparse
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from benchkit import line, percentile  # noqa: E402
+from benchkit import Ticker, line, percentile  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connections  # noqa: E402
 
@@ -44,30 +43,6 @@ def pod_row(i: int, seq: int) -> dict:
             "scalar_resources": {},
             "memory": 512 << 20, "priority": 0, "seq": seq,
             "changed_at": "2026-11-22T10:00:00Z", "owner_epoch": 1}
-
-
-class Ticker:
-    """A thread that wants the GIL every millisecond, as the owner's thread does."""
-
-    def __init__(self):
-        self.gaps, self._stop = [], threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self):
-        last = time.perf_counter()
-        while not self._stop.is_set():
-            time.sleep(0.001)
-            now = time.perf_counter()
-            self.gaps.append(now - last)
-            last = now
-
-    def __enter__(self):
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
 
 
 def main():

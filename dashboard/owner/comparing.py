@@ -8,14 +8,19 @@ copies of the nodes: O(nodes), and they never change after); the comparison itse
 reap commands 6.6 s and lost the lease) runs in a thread of its own and queues its
 report on the feed (`Compared`), which the owner's thread settles and records
 (`record`): what changed after the lists were taken is the feed being ahead, not
-drift (`_settled`).
+drift (`_settled`). Beside the cache, the read model's rows are compared with the
+same dump (`row_drift.py`) once the owner has written its rows of every pod and node
+(pruned); rows found wrong are rewritten.
 """
 import logging
 import threading
 from dataclasses import dataclass
 
+from django.db import DatabaseError
+
 from schedcache import compare_dump
 
+from dashboard.owner import row_drift
 from dashboard.owner.commands import CommandError
 from dashboard.owner.journal import utc
 
@@ -36,6 +41,7 @@ class Compared:
     """A comparison made off the owner's thread, for the owner to settle and record."""
     request: CompareRequest
     report: object                # schedcache.CompareReport
+    rows: dict = None             # row_drift.compare_rows' findings; None: not compared
 
 
 @dataclass
@@ -64,10 +70,14 @@ def _rv(obj):
 class Comparer:
     """`lister()` -> CompareRequest (from the API server, slow: run in a thread of its
     own); `on_drift()` is called when a comparison finds drift (relist to heal);
-    `removed` is the feed's record of removals; `overdue()` the binds stuck past time."""
+    `removed` is the feed's record of removals; `overdue()` the binds stuck past time;
+    `rows` the owner's ReadModelRows, written by `writer` (None: no rows to compare), once
+    `rows_written()` says every row has been written once."""
 
-    def __init__(self, cache, journal, feed, removed, overdue, clock):
+    def __init__(self, cache, journal, feed, removed, overdue, clock, rows=None, writer=None,
+                 rows_written=lambda: False):
         self.cache = cache
+        self.rows, self.writer, self.rows_written = rows, writer, rows_written
         self.journal = journal
         self.feed = feed
         self.removed = removed
@@ -101,18 +111,38 @@ class Comparer:
         lists, in a thread of its own; its `Compared` (or `CompareFailed`) joins the feed."""
         self._busy.set()
         dump = self.cache.dump()
+        rows_at = (self.rows.at_dump(self.writer.submitted())
+                   if self.writer is not None and self.rows_written() else None)
 
         def run():
             try:
                 # Not the owner's pending map: a pod it wrongly believes unbound is
                 # exactly the drift to find.
-                self.feed.put(Compared(request, compare_dump(dump, request.nodes,
-                                                             request.pods)))
+                report = compare_dump(dump, request.nodes, request.pods)
+                self.feed.put(Compared(request, report, self._compare_rows(dump, rows_at)))
             except Exception as exc:   # noqa: BLE001 - a bug, recorded where it shows
                 log.exception("the comparison failed")
                 self.feed.put(CompareFailed(f"the comparison failed: "
                                             f"{type(exc).__name__}: {exc}"))
         threading.Thread(target=run, name="comparer", daemon=True).start()
+
+    def _compare_rows(self, dump, rows_at):
+        """The rows against the dump (in the comparison's thread), once the writer has
+        written what it was handed before the dump; None when they are not compared."""
+        if rows_at is None:
+            return None
+        if not self.writer.wait_written(rows_at.submitted, row_drift.WRITER_WAIT):
+            log.warning("the writer did not catch up in %.0f s: rows not compared",
+                        row_drift.WRITER_WAIT)
+            return None
+        try:
+            rows = row_drift.read_rows()
+        except DatabaseError as exc:
+            # The cache's comparison stands without them; the writer's own retries say
+            # the database is down.
+            log.warning("the read model's rows could not be read: rows not compared: %s", exc)
+            return None
+        return row_drift.compare_rows(dump, rows_at, *rows)
 
     def record(self, compared: Compared):
         """Record a comparison's outcome, what changed since the lists set aside (in the
@@ -123,13 +153,21 @@ class Comparer:
             # An assumed pod whose bind is overdue is drift too, though a relist cannot heal
             # it (the pod is still unbound in the cluster): the bind deadline does.
             overdue = [uid for uid, _ in self.overdue()]
+            rows = (row_drift.settle(compared.rows, self.rows)
+                    if compared.rows is not None else {})
             details = dict(report.as_dict(), overdue_binds=overdue,
-                           watch_behind=request.watch_behind)
-            details["clean"] = report.clean and not overdue
+                           watch_behind=request.watch_behind,
+                           rows_compared=compared.rows is not None, **rows)
+            rows_wrong = any(rows.values())
+            details["clean"] = report.clean and not overdue and not rows_wrong
             self.journal.batch.comparer_runs.append(
                 {"at": utc(self.clock()), "clean": details["clean"], "report": details,
                  "error": ""})
             self.latest_report = report
+            if rows_wrong:
+                log.warning("the read model's rows drifted from the cache; rewriting: %s",
+                            {k: len(v) for k, v in rows.items() if v})
+                row_drift.repair(rows, self.rows)
             if not report.clean and self.on_drift is not None:
                 log.warning("the cache drifted from the cluster; relisting: %s",
                             {k: len(v) for k, v in report.as_dict().items()

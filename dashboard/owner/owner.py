@@ -75,7 +75,8 @@ class CacheOwner:
         self.diagnoser = Diagnoser(cache)
         self.pending_reasons = PendingReasons(self.diagnoser, cache, pending)
         self.comparer = Comparer(cache, self.journal, self.feed, self.applier.removed,
-                                 self.stuck_binds, clock)
+                                 self.stuck_binds, clock, rows=self.rows, writer=writer,
+                                 rows_written=lambda: self._pruned)
         self.comparer.lister, self.comparer.on_drift = lister, on_drift
         if command_server is not None:
             self.register(CommandHandlers(self).handlers())

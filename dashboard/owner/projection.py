@@ -221,6 +221,16 @@ class ProjectionWriter:
         """Batches submitted and not yet written (or failed)."""
         return self._submitted - self.written - self.failed
 
+    def submitted(self) -> int:
+        """Batches submitted so far: what `wait_written` waits for."""
+        return self._submitted
+
+    def wait_written(self, submitted: int, timeout=None) -> bool:
+        """Block until the first `submitted` batches have been written (or failed)."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self.written + self.failed >= submitted,
+                                       timeout)
+
     def wait_idle(self, timeout=None) -> bool:
         """Block until every submitted batch has been written (or failed)."""
         with self._idle:

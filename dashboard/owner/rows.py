@@ -6,6 +6,7 @@ pending pods and outcomes the feed changed), at most ROWS_PER_FLUSH of each a fl
 
 from dashboard.owner.journal import utc
 from dashboard.owner.row_details import node_details, pod_request_columns
+from dashboard.owner.row_drift import RowsAtDump
 
 ROWS_PER_FLUSH = 3000                    # read-model rows built per flush (100 ms)
 _OUTCOMES = {"pod_expired": "Expired", "pod_forgotten": "Forgotten"}
@@ -54,6 +55,29 @@ class ReadModelRows:
         """The pod is gone from the cluster: its row goes, whatever its outcome was."""
         self.outcome.pop(uid, None)
         self.dirty_pods.add(uid)
+
+    def at_dump(self, submitted: int):
+        """What the rows held when the cache's dump was taken (row_drift.py)."""
+        return RowsAtDump(self.journal.seq_base + self.cache.event_seq,
+                          {uid: [o[0], o[3]] for uid, o in self.outcome.items()},
+                          set(self.pending), set(self.dirty_pods), set(self.dirty_nodes),
+                          submitted)
+
+    def expected_pod(self, uid):
+        """[state, node] of the row the owner means to write for the pod now, else None."""
+        info = self.cache.pod_info(uid)
+        if info is not None:
+            assumed = self.cache.assumed_pod_status(_ref(uid)) is not None
+            return ["Assumed" if assumed else "Added", info.node_name]
+        outcome = self.outcome.get(uid)
+        if outcome is not None:
+            return [outcome[0], outcome[3]]
+        return ["Pending", ""] if uid in self.pending else None
+
+    def expected_node(self, name):
+        """The generation of the node row the owner means to write now, else None."""
+        info = self.cache.node_info(name)
+        return None if info is None else info.generation
 
     def backlog(self) -> int:
         """Rows not yet built."""

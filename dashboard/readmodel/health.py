@@ -436,6 +436,14 @@ def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
                   injected(redis_client(settings.REDIS_URL), settle=settle_time(thresholds)))
 
 
+def database_down(message: str, now: datetime | None = None) -> Health:
+    """The health when the database cannot even say who asks (a cut met while a session or
+    token is looked up, issue 22): its check failing, and nothing read elsewhere, since the
+    caller is unknown and learns no more than the database's error already says."""
+    return Health((Check("database", "Database", FAIL, message[:1].upper() + message[1:]),),
+                  (now or timezone.now()).timestamp())
+
+
 def settle_time(thresholds: Thresholds) -> float:
     """Seconds after a cause ends that its warnings may still show: the bind failures and
     pool figures over the window, drift until the comparison after the next."""

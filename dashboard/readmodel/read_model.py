@@ -417,7 +417,11 @@ DRIFT = [("overdue_binds", "assumed pods past the stuck time, never bound"),
          ("missed_pods", "missed pods"), ("redundant_pods", "redundant pods"),
          ("wrong_node_pods", "pods on the wrong node"), ("stale_pods", "stale pods"),
          ("missed_nodes", "missed nodes"), ("redundant_nodes", "redundant nodes"),
-         ("stale_nodes", "stale nodes"), ("aggregate_mismatches", "aggregate mismatches")]
+         ("stale_nodes", "stale nodes"), ("aggregate_mismatches", "aggregate mismatches"),
+         # the pages' own rows against the cache (dashboard/owner/row_drift.py)
+         ("rows_missing", "rows missing from the pages"),
+         ("rows_extra", "rows of what the cache no longer holds"),
+         ("rows_stale", "rows behind the cache")]
 NOT_DRIFT = [("ghost_nodes", "nodes deleted with pods left"),
              ("unconfirmed_assumed", "assumed pods not bound yet")]
 

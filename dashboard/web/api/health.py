@@ -62,9 +62,12 @@ class HealthOut(Schema):
          "link": "/pods/5a1c2d3e-0000-4000-8000-000000000001/"}], "injected": None})
 
 
-@router.get("", response={200: HealthOut, **READ_ERRORS},
+@router.get("", response={200: HealthOut, **READ_ERRORS, 503: HealthOut},
             summary="Is the scheduler healthy: each check ok, warn or fail, and why",
-            operation_id="get_health")
+            description="A 503 is the same document, with the database check failing and "
+                        "no other: the database did not answer, so not even the caller "
+                        "could be known (Retry-After says when to ask again).",
+            operation_id="get_health", url_name="health")
 def get_health(request):
     refuse_repeated(request)
     return health.gather().as_dict()

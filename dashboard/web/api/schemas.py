@@ -265,9 +265,15 @@ class SnapshotOut(Schema):
 
 class ComparerOut(Schema):
     at: datetime = Field(description="when the latest attempt ended")
-    clean: bool = Field(description="no drift between the cache and the cluster")
+    clean: bool = Field(description="no drift between the cache and the cluster, nor "
+                                    "between the pages' rows and the cache")
     report: dict = Field(description="compare()'s findings by kind (missed_pods, "
-                                     "overdue_binds, ...); empty when the attempt failed")
+                                     "overdue_binds, ...), and the read model's rows found "
+                                     "wrong (rows_missing, rows_extra, rows_stale: each "
+                                     "[\"pod\" or \"node\", uid or name, the row's [state, "
+                                     "node] or generation, the cache's], null where there "
+                                     "is none; rows_compared false when the rows were not "
+                                     "compared); empty when the attempt failed")
     error: str = Field(description="why the latest attempt could not compare; \"\" when it did")
     last_clean_at: datetime | None = Field(description="when the cache was last found clean")
     model_config = example({"at": "2026-11-22T11:50:00Z", "clean": True,

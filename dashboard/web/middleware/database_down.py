@@ -7,6 +7,8 @@ first OperationalError or InterfaceError of a request ends it: an HTML page, or
 The cause is libpq's last words ("Connection refused", "timeout expired"), not the
 server's address. When the pool only says it had no connection in time, one direct
 connection attempt tells whether the database is down (and why) or merely busy.
+`GET /api/v1/health` answers its health document all the same (the database check
+failing), so that tools reading it always get the shape they parse (issue 22).
 """
 import logging
 
@@ -14,13 +16,17 @@ import psycopg
 from django.db import InterfaceError, OperationalError, connections
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+from django.urls import reverse
 from psycopg_pool import PoolTimeout
+
+from dashboard.readmodel import health
 
 log = logging.getLogger(__name__)
 
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 PROBE_TIMEOUT = 2        # seconds (libpq's least) for the direct attempt after a pool timeout
 RETRY_AFTER = 5          # seconds a client should wait
+HEALTH_URL = "api-v1:health"   # GET /api/v1/health (dashboard/web/api/health.py)
 
 
 def _last_words(error: BaseException) -> str:
@@ -54,7 +60,9 @@ def describe(error: BaseException, alias: str = "default") -> str:
 def unavailable(request, error: BaseException) -> HttpResponse:
     message = describe(error)
     log.warning("%s %s: %s (%s)", request.method, request.path, message, error)
-    if request.path.startswith("/api/"):
+    if request.method == "GET" and request.path == reverse(HEALTH_URL):
+        response = JsonResponse(health.database_down(message).as_dict(), status=503)
+    elif request.path.startswith("/api/"):
         response = JsonResponse({"error": message}, status=503)
     else:
         response = HttpResponse(render_to_string("database_unavailable.html",

@@ -194,6 +194,19 @@ def test_overview_shows_the_latest_comparison_and_its_drift(client):
             "(states, not drift).") in section
 
 
+def test_overview_counts_the_pages_rows_found_wrong(client):
+    # the read model's own rows against the cache (dashboard/owner/row_drift.py)
+    ComparerRun.objects.create(at=timezone.now(), clean=False, report={
+        "rows_extra": [["pod", "u1", ["Added", "n1"], None], ["node", "n9", 4, None]],
+        "rows_missing": [], "rows_stale": [["pod", "u2", ["Pending", ""], ["Added", "n1"]]],
+        "rows_compared": True, "clean": False})
+    section = squash(page(client, "/")[1].split('id="comparer">')[1].split("</section>")[0])
+    assert '<span class="badge bad">Drift</span>' in section
+    assert ("<li><strong>2</strong> rows of what the cache no longer holds</li>"
+            "<li><strong>1</strong> rows behind the cache</li>") in section
+    assert "rows missing" not in section
+
+
 def test_overview_shows_a_clean_comparison_or_none(client):
     assert "No comparison yet." in page(client, "/")[1]
     ComparerRun.objects.create(at=timezone.now() - timedelta(minutes=3), clean=True,

@@ -8,6 +8,7 @@ import orjson
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.db import OperationalError, connections
 from django.test import Client
 from django.utils import timezone
 
@@ -108,6 +109,33 @@ def test_the_api_answers_the_feeds_lag_as_its_schema_says(api_token, redis_url):
          "components": schema["components"]})
     assert [error.message for error in validator.iter_errors(body)] == []
     assert not validator.is_valid(dict(body, feed={"backlog": "many"}))
+
+
+def test_the_api_answers_its_document_while_the_database_is_down(api_token, no_owner,
+                                                                monkeypatch):
+    # issue 22: during a clean database cut it was the middleware's bare {"error": ...}
+    api = Client(HTTP_AUTHORIZATION=f"Bearer {api_token}")
+    schema = api.get("/api/v1/openapi.json").json()
+
+    def refused(*args, **kwargs):
+        raise OperationalError('connection failed: connection to server at "10.1.2.3", '
+                               'port 5432 failed: Connection refused')
+    monkeypatch.setattr(type(connections["default"]), "ensure_connection", refused)
+    response = api.get("/api/v1/health")
+    assert response.status_code == 503 and response["Retry-After"]
+    body = response.json()
+    assert body["level"] == "fail" and body["feed"] == {"backlog": None, "lag_seconds": None}
+    assert body["checks"] == [{"name": "database", "title": "Database", "level": "fail",
+                               "message": "Database unreachable: Connection refused",
+                               "link": ""}]
+    documented = schema["paths"]["/api/v1/health"]["get"]["responses"]["503"]
+    validator = jsonschema_rs.validator_for(
+        {**documented["content"]["application/json"]["schema"],
+         "components": schema["components"]})
+    assert [error.message for error in validator.iter_errors(body)] == []
+    # Only the health document: the rest of the API keeps its error shape.
+    other = api.get("/api/v1/nodes")
+    assert other.status_code == 503 and "error" in other.json()
 
 
 def test_the_series_are_rates_and_levels_by_range(viewer_client):
