@@ -293,9 +293,14 @@ def test_a_standby_lets_the_leader_take_back_a_lease_redis_lost_with_its_term(ke
     stop, won, tries = threading.Event(), [], []
     take = b.try_acquire
 
+    emptied = threading.Event()
+
     def counted():          # a try the standby made, once it has found the lease held
         taken = take()
         tries.append(taken)
+        # Redis is emptied between two tries, never during one (a try that began before
+        # and ended after would find the lease free and take it: a race, not the case).
+        emptied.wait(30)
         return taken
     b.try_acquire = counted
     waiter = threading.Thread(target=in_thread(lambda: b.wait(stop, poll=0.05)
@@ -306,10 +311,12 @@ def test_a_standby_lets_the_leader_take_back_a_lease_redis_lost_with_its_term(ke
         wait_for(lambda: tries, 30, "the standby to find the lease held")
         assert tries[0] is False
         client.delete(key, a.term_key)
+        emptied.set()
         wait_for(lambda: any("vanished with its term" in said for said in leader_log), 30,
                  "the standby to find the lease gone with its term")
         assert a.renew() and a.holder().startswith("a:")
     finally:
+        emptied.set()
         stop.set()
         waiter.join(5)
     assert won == [] and not a.lost.is_set()
