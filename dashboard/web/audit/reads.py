@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.http import QueryDict
 
 from dashboard.models import AuditAction
+from dashboard.web.query_params import query_string, texts, whole_number
 
 PER_PAGE = 50
 MAX_PER_PAGE = 500
@@ -33,39 +34,17 @@ class AuditFilter:
 
     @classmethod
     def from_query(cls, query: QueryDict | dict) -> "AuditFilter":
-        get = query.get
-        text = {name: (get(name) or "").strip() for name in ("actor", "action", "target",
-                                                              "result")}
-        for name, value in text.items():
-            if len(value) > MAX_TEXT or any(ord(c) < 32 or ord(c) == 127 for c in value):
-                raise BadAuditFilter(f"{name}: at most {MAX_TEXT} printable characters")
-        if text["result"] and text["result"] not in RESULTS:
+        text = texts(query, ("actor", "action", "target", "result"), MAX_TEXT, BadAuditFilter)
+        if text.get("result", "") not in ("", *RESULTS):
             raise BadAuditFilter(f"result: one of {', '.join(RESULTS)}, not {text['result']!r}")
-        return cls(**text, before=_whole(get("before"), "before", 1, 2**63 - 1),
-                   per_page=_whole(get("per_page"), "per_page", 1, MAX_PER_PAGE) or PER_PAGE)
+        return cls(**text, before=whole_number(query, "before", None, 1, 2**63 - 1,
+                                               BadAuditFilter),
+                   per_page=whole_number(query, "per_page", PER_PAGE, 1, MAX_PER_PAGE,
+                                         BadAuditFilter))
 
     def query(self, **changes) -> str:
-        """The query string of this filter with `changes`, for links; empty values left out."""
-        values = {"actor": self.actor, "action": self.action, "target": self.target,
-                  "result": self.result, "before": self.before,
-                  "per_page": None if self.per_page == PER_PAGE else self.per_page, **changes}
-        shown = QueryDict(mutable=True)
-        for name, value in values.items():
-            if value not in (None, ""):
-                shown[name] = str(value)
-        return shown.urlencode()
-
-
-def _whole(raw, name: str, least: int, most: int) -> int | None:
-    if raw in (None, ""):
-        return None
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise BadAuditFilter(f"{name}: a whole number, not {str(raw)[:40]!r}") from None
-    if not least <= value <= most:
-        raise BadAuditFilter(f"{name}: from {least} to {most}")
-    return value
+        """The query string of this filter with `changes`, for links; defaults left out."""
+        return query_string(self, **changes)
 
 
 @dataclass(frozen=True)

@@ -49,9 +49,9 @@ def test_filters_combine_and_refusals_and_forced_assumes_say_so(viewer_client):
 
 
 @pytest.mark.parametrize("query, says", [("result=maybe", "result: one of done, refused"),
-                                         ("before=x", "before: a whole number"),
-                                         ("per_page=0", "per_page: from 1 to 500"),
-                                         ("actor=%00", "actor: at most 253 printable")])
+                                         ("before=x", "before: expected a whole number"),
+                                         ("per_page=0", "per_page: between 1 and 500"),
+                                         ("actor=%00", "actor: control characters are not allowed")])
 def test_a_bad_filter_is_a_400_saying_why(viewer_client, api_token, query, says):
     page = viewer_client.get(f"/audit/?{query}")
     assert page.status_code == 400 and says in page.content.decode()
