@@ -5,73 +5,25 @@ import threading
 
 import pytest
 
-from schedcache import Cache
-from simcluster.generate import make_node, make_pod
+from simcluster.generate import make_node
 
 import dashboard.owner.comparing as comparing_module
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
-from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareRequest
-from dashboard.owner.owner import CacheOwner
-from dashboard.owner.projection import ProjectionWriter
 from dashboard.wire.commands import CommandError
+from tests.dashboard.owner.owned import (
+    command,
+    feed,
+    flushed,
+    new_owner,
+    nodes,
+    pod,
+    synced,
+    uid,
+)
 from tests.decoded_feed import synced_items, watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-class Clock:
-    def __init__(self, now=1_000_000.0):
-        self.now = now
-
-    def __call__(self):
-        return self.now
-
-
-@pytest.fixture
-def writer():
-    w = ProjectionWriter().start()
-    yield w
-    w.close()
-
-
-@pytest.fixture
-def owner(writer):
-    return CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
-                      seq_base=100, epoch=7, clock=Clock())
-
-
-def command(owner, op, args, actor):
-    """A command as the owner serves it (its registered handler), without Redis."""
-    return owner.commands.handlers[op](args, actor)
-
-
-def nodes(*names):
-    return [make_node(name, zone=f"zone-{i % 2}") for i, name in enumerate(names)]
-
-
-def pod(name, node="", **kw):
-    return make_pod(name, namespace="team", node_name=node or None, **kw)
-
-
-def uid(p):
-    return p["metadata"]["uid"]
-
-
-def feed(owner, *items):
-    for item in items:
-        owner.apply(item)
-        if type(item) is CompareRequest:   # compared off the owner's thread: the outcome
-            owner.apply(owner.feed.get(timeout=10))   # comes back on the feed
-
-
-def flushed(owner, writer):
-    owner.flush()
-    assert writer.wait_idle(timeout=30)
-
-
-def synced(owner, node_objs, pod_objs):
-    feed(owner, *synced_items(node_objs, pod_objs, "10"))
 
 
 def test_listed_pods_land_in_the_cache_and_the_read_model(owner, writer):
@@ -287,8 +239,7 @@ def test_a_flush_is_published_only_once_its_rows_are_written(writer):
             seen.append((events, set(Transition.objects.values_list("seq", flat=True)),
                          set(PodRecord.objects.values_list("name", flat=True))))
 
-    owner = CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
-                       publisher=Recorder(), seq_base=100, epoch=7, clock=Clock())
+    owner = new_owner(writer, publisher=Recorder())
     synced(owner, nodes("n1"), [pod("a", "n1")])
     flushed(owner, writer)
     events, written_seqs, written_pods = seen[-1]

@@ -3,23 +3,18 @@ forgotten at the bind deadline (audited, with its cause), whatever else changes 
 The comparer counts overdue binds as drift and records comparisons it could not make."""
 import pytest
 
-from schedcache import Cache
-
 from dashboard.models import AuditAction, ComparerRun, PodRecord, Transition
 from dashboard.owner.changes import BIND_DEADLINE_CAUSE
-from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareFailed, CompareRequest
-from dashboard.owner.owner import CacheOwner
-from tests.dashboard.owner.test_owner import (  # noqa: F401
-    Clock,
+from tests.dashboard.owner.owned import (
     command,
     feed,
     flushed,
+    new_owner,
     nodes,
     pod,
     synced,
     uid,
-    writer,
 )
 from tests.decoded_feed import watched
 
@@ -27,10 +22,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def owner(writer):  # noqa: F811
-    return CacheOwner(Cache(ttl=30), command_server=CommandServer({}), writer=writer,
-                      seq_base=100, epoch=7, clock=Clock(), bind_stuck_after=10,
-                      bind_deadline=60)
+def owner(writer):
+    return new_owner(writer, bind_stuck_after=10, bind_deadline=60)
 
 
 def assumed(owner, p, node="n1"):

@@ -6,34 +6,13 @@ import threading
 import pytest
 from django.db import OperationalError
 
-from schedcache import Cache
-
 from dashboard.models import ComparerRun, NodeRecord, PodRecord
 from dashboard.owner import row_drift
 from dashboard.owner.comparing import CompareRequest
-from dashboard.owner.owner import CacheOwner
-from dashboard.owner.projection import ProjectionWriter
-from tests.dashboard.owner.test_owner import Clock, feed, nodes, pod, synced, uid
+from tests.dashboard.owner.owned import feed, flushed, nodes, pod, synced, uid
 from tests.decoded_feed import watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def writer():
-    w = ProjectionWriter().start()
-    yield w
-    w.close()
-
-
-@pytest.fixture
-def owner(writer):
-    return CacheOwner(Cache(ttl=30), writer=writer, seq_base=100, epoch=7, clock=Clock())
-
-
-def flushed(owner, writer):
-    owner.flush()
-    assert writer.wait_idle(timeout=30)
 
 
 def latest_report(writer, owner):
