@@ -13,6 +13,7 @@ from schedcache import CacheCorruptedError, CacheError
 from schedcache.podinfo import unpack_pod_info
 
 from dashboard.owner.decoder import DecodedEvents, DecodedPage
+from dashboard.owner.pod_ref import pod_ref
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +39,6 @@ def _lean_pod(info, annotations):
     if annotations:
         pod["metadata"]["annotations"] = annotations
     return pod
-
-
-def _ref(uid):
-    return {"metadata": {"uid": uid}}
 
 
 class FeedApplier:
@@ -130,7 +127,7 @@ class FeedApplier:
         cache = self.cache
         cached = cache.pod_info(uid)
         try:
-            if cached is None or cache.is_assumed_pod(_ref(uid)):
+            if cached is None or cache.is_assumed_pod(pod_ref(uid)):
                 cache.add_pod_info(info)
             elif cached.resource_version != info.resource_version:
                 cache.update_pod_info(info)
@@ -142,7 +139,7 @@ class FeedApplier:
             # The API server moved a pod between nodes, which it never does; trust it.
             self.stats["corrupted"] += 1
             log.error("cache corrupted, replacing the pod: %s", exc)
-            cache.remove_pod(_ref(uid))
+            cache.remove_pod(pod_ref(uid))
             cache.add_pod_info(info)
         except CacheError as exc:
             self._skip_pod(uid, exc)
@@ -153,7 +150,7 @@ class FeedApplier:
         self._forget_pending(uid)
         self.rows.pod_left(uid)
         if self.cache.pod_info(uid) is not None:
-            self.cache.remove_pod(_ref(uid))
+            self.cache.remove_pod(pod_ref(uid))
         if self.on_pod_deleted is not None:
             self.on_pod_deleted(uid)
         self.stats["applied"] += 1
@@ -233,7 +230,7 @@ class FeedApplier:
     def _drop_unlisted_pods(self, listed):
         for uid in [u for u in self.cache.pod_keys() if u not in listed]:
             self.rows.dirty_pods.add(uid)
-            self.cache.remove_pod(_ref(uid))
+            self.cache.remove_pod(pod_ref(uid))
         for uid in [u for u in self.pending if u not in listed]:
             self._forget_pending(uid)
             if self.on_pod_deleted is not None:

@@ -4,11 +4,9 @@ The read model's `assumed_at`, the status's stuck binds, the bind deadline, the
 comparer's overdue binds and the bind-duration metric all read this record, so
 they cannot disagree about when a pod was assumed.
 """
+from dashboard.owner.pod_ref import pod_ref
+
 _LEFT = frozenset(("pod_added", "pod_forgotten", "pod_expired", "pod_removed"))
-
-
-def _ref(uid):
-    return {"metadata": {"uid": uid}}
 
 
 class Assumptions:
@@ -48,7 +46,7 @@ class Assumptions:
         for uid, (at, _) in self._entries.items():
             if now - at <= older_than:
                 break
-            status = cache.assumed_pod_status(_ref(uid))
+            status = cache.assumed_pod_status(pod_ref(uid))
             if status is not None and not status[0]:
                 found.append((uid, cache.pod_info(uid).node_name))
         return found

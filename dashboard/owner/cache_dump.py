@@ -15,6 +15,7 @@ import logging
 import signal
 
 from dashboard.owner.commands import CommandError
+from dashboard.owner.pod_ref import pod_ref
 from dashboard.wire.cache_dump import DEFAULT_LIMIT, MAX_LIMIT, NODES, PARTS
 
 log = logging.getLogger(__name__)
@@ -91,14 +92,10 @@ def _nodes(owner, after: str, limit: int) -> list:
     return [{"name": info.name, "deleted": not info.has_node, "generation": info.generation,
              "requested": info.requested.as_dict(), "allocatable": info.allocatable.as_dict(),
              "pods": [{"uid": p.key, "namespace": p.namespace, "name": p.name, "phase": p.phase,
-                       "assumed": assumed and cache.is_assumed_pod(_ref(p.key))}
+                       "assumed": assumed and cache.is_assumed_pod(pod_ref(p.key))}
                       for p in info.pods],
              "nominated_pods": nominated[info.name]}
             for info in infos]
-
-
-def _ref(uid):
-    return {"metadata": {"uid": uid}}
 
 
 def summary(owner) -> str:

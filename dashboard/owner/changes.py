@@ -12,16 +12,12 @@ A door that refuses (CacheError) has changed nothing.
 import logging
 
 from dashboard.owner.journal import Journal, utc
+from dashboard.owner.pod_ref import pod_ref
 
 log = logging.getLogger(__name__)
 
 BIND_DEADLINE_CAUSE = "bind deadline"
 OWNER = "owner"              # the actor of what the owner does on its own
-
-
-def _ref(uid, node=""):
-    """The smallest pod Mapping the cache accepts to name a pod it holds."""
-    return {"metadata": {"uid": uid}, "spec": {"nodeName": node}}
 
 
 class CacheChanges:
@@ -37,9 +33,9 @@ class CacheChanges:
     def finish_binding(self, uid: str, cause: str, actor: str, now=None) -> bool:
         """The pod's Binding was made: its expiry clock starts. Returns whether it was
         assumed (a pod that is not is left alone)."""
-        assumed = self.cache.is_assumed_pod(_ref(uid))
+        assumed = self.cache.is_assumed_pod(pod_ref(uid))
         self.journal.stamp(cause, actor)
-        self.cache.finish_binding(_ref(uid), now=now)
+        self.cache.finish_binding(pod_ref(uid), now=now)
         return assumed
 
     def forget(self, uid: str, node: str, cause: str, actor: str, audit: str = "",
@@ -49,14 +45,14 @@ class CacheChanges:
         with `audit`, the owner's own act is audited with that message (and it is why)."""
         info = self.cache.pod_info(uid)
         self.journal.stamp(cause, actor, why or audit)
-        self.cache.forget_pod(_ref(uid, node))
+        self.cache.forget_pod(pod_ref(uid, node))
         if audit:
             self._audit("forget", uid, node, audit, info, cause, actor)
 
     def expire(self, uid: str, cause: str, actor: str, now=None):
         """The assumed pod expires now, whatever its deadline (an operator's "expire now")."""
         self.journal.stamp(cause, actor)
-        self.cache.expire_pod(_ref(uid), now=now)
+        self.cache.expire_pod(pod_ref(uid), now=now)
 
     def reap(self, cause: str, actor: str, now=None) -> list:
         """Every assumed pod whose binding finished and whose deadline passed expires;

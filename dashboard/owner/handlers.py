@@ -9,6 +9,7 @@ from schedcache import CacheError
 from dashboard.owner.cache_dump import dump_page
 from dashboard.owner.commands import CommandError
 from dashboard.owner.pending_queue import pending_page
+from dashboard.owner.pod_ref import pod_ref
 
 _COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "system": "owner"}
 
@@ -16,10 +17,6 @@ _COMMAND_CAUSES = {"bind": "bind", "reaper": "reaper", "comparer": "owner", "sys
 def command_cause(actor: str) -> str:
     """The cause a command's changes are recorded with, from who sent it."""
     return _COMMAND_CAUSES.get(actor, "operator")
-
-
-def _ref(uid):
-    return {"metadata": {"uid": uid}}
 
 
 class CommandHandlers:
@@ -47,8 +44,9 @@ class CommandHandlers:
         if not node:
             raise CommandError(400, "assume needs a node")
         uid = self._uid(args)
-        if self.cache.pod_state(_ref(uid)) is not None:
-            raise CommandError(409, f"pod {uid} is already {self.cache.pod_state(_ref(uid))}; "
+        state = self.cache.pod_state(pod_ref(uid))
+        if state is not None:
+            raise CommandError(409, f"pod {uid} is already {state}; "
                                     f"only a pending pod can be assumed")
         pod = self.applier.pending.get(uid)
         if pod is None:
@@ -111,13 +109,13 @@ class CommandHandlers:
 
     def get_pod(self, args, actor):
         uid = self._uid(args)
-        state = self.cache.pod_state(_ref(uid))
+        state = self.cache.pod_state(pod_ref(uid))
         if state is None:
             if uid in self.applier.pending:
                 return {"uid": uid, "state": "Pending", "pod": self.applier.pending[uid]}
             raise CommandError(404, f"pod {uid} is neither cached nor pending")
-        status = self.cache.assumed_pod_status(_ref(uid))
-        return {"uid": uid, "state": state, "pod": self.cache.get_pod(_ref(uid)),
+        status = self.cache.assumed_pod_status(pod_ref(uid))
+        return {"uid": uid, "state": state, "pod": self.cache.get_pod(pod_ref(uid)),
                 "binding_finished": status[0] if status else None,
                 "deadline": status[1] if status else None}
 
@@ -132,7 +130,7 @@ class CommandHandlers:
             raise CommandError(400, "diagnose needs the pod's uid")
         if not isinstance(every_node, bool):
             raise CommandError(400, "nodes must be true or false")
-        state = self.cache.pod_state(_ref(uid))
+        state = self.cache.pod_state(pod_ref(uid))
         if state is not None:
             raise CommandError(409, f"pod {uid} is {state}, not pending: it has a node")
         pod = self.applier.pending.get(uid)
@@ -192,9 +190,9 @@ class CommandHandlers:
 
     def _assumed_node(self, uid, strict):
         info = self.cache.pod_info(uid)
-        if info is None or not self.cache.is_assumed_pod(_ref(uid)):
+        if info is None or not self.cache.is_assumed_pod(pod_ref(uid)):
             if strict or info is not None:
-                state = self.cache.pod_state(_ref(uid)) or "not in the cache"
+                state = self.cache.pod_state(pod_ref(uid)) or "not in the cache"
                 raise CommandError(409, f"pod {uid} is {state}, not Assumed")
             return None
         return info.node_name

@@ -5,6 +5,7 @@ pending pods and outcomes the feed changed), at most ROWS_PER_FLUSH of each a fl
 """
 
 from dashboard.owner.journal import utc
+from dashboard.owner.pod_ref import pod_ref
 from dashboard.owner.row_details import node_details, pod_request_columns
 from dashboard.owner.row_drift import RowsAtDump
 
@@ -17,10 +18,6 @@ def zone_display(key: str) -> str:
     """A NodeTree zone key ("region:\\x00:zone") as people write it ("region/zone")."""
     region, _, zone = (key or "").partition(":\x00:")
     return f"{region}/{zone}" if region else zone
-
-
-def _ref(uid):
-    return {"metadata": {"uid": uid}}
 
 
 class ReadModelRows:
@@ -67,7 +64,7 @@ class ReadModelRows:
         """[state, node] of the row the owner means to write for the pod now, else None."""
         info = self.cache.pod_info(uid)
         if info is not None:
-            assumed = self.cache.assumed_pod_status(_ref(uid)) is not None
+            assumed = self.cache.assumed_pod_status(pod_ref(uid)) is not None
             return ["Assumed" if assumed else "Added", info.node_name]
         outcome = self.outcome.get(uid)
         if outcome is not None:
@@ -119,7 +116,7 @@ class ReadModelRows:
         info = self.cache.pod_info(uid)
         seq = self.journal.seq_base + self.cache.event_seq
         if info is not None:
-            status = self.cache.assumed_pod_status(_ref(uid))
+            status = self.cache.assumed_pod_status(pod_ref(uid))
             zone = self.cache.node_tree.zone_of(info.node_name)
             assumed_at = self.journal.assumptions.when(uid) if status is not None else None
             return {"namespace": info.namespace, "name": info.name, "node": info.node_name,

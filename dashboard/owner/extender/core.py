@@ -103,6 +103,7 @@ from .requests import (
     preemption_result,
 )
 from dashboard.owner.changes import CacheChanges
+from dashboard.owner.pod_ref import pod_ref
 
 log = logging.getLogger(__name__)
 
@@ -121,13 +122,8 @@ class BindPlan:
         self.answer, self.pod = answer, pod
 
 
-
 def _placed(pod, node) -> dict:
     return dict(pod, spec=dict(pod.get("spec") or {}, nodeName=node))
-
-
-def _ref(uid, node=""):
-    return {"metadata": {"uid": uid}, "spec": {"nodeName": node}}
 
 
 class Extender:
@@ -188,7 +184,7 @@ class Extender:
                         "scheduling it again", namespace, name, uid, status.node)
             self._void_placement(status, actor)
         if status is None and self.cache.pod_info(uid) is not None:
-            if self.cache.is_assumed_pod(_ref(uid)):
+            if self.cache.is_assumed_pod(pod_ref(uid)):
                 return self._adopt(uid, namespace, name, candidates)
             # bound, as the watch showed: kube-scheduler's own view lags behind
             return self._placed_result(candidates, self.cache.pod_info(uid).node_name, "bound")
@@ -305,7 +301,7 @@ class Extender:
     def bind_outcome(self, uid: str, node: str, bound: bool, reason: str = "",
                      now: float = None, actor: str = ACTOR) -> dict:
         """The Binding `bind` planned was posted: settle the cache -> ExtenderBindingResult."""
-        assumed_here = (self.cache.is_assumed_pod(_ref(uid))
+        assumed_here = (self.cache.is_assumed_pod(pod_ref(uid))
                         and self.cache.pod_info(uid).node_name == node)
         if bound:
             if assumed_here:
@@ -324,7 +320,7 @@ class Extender:
                               f"failed: {reason}")
 
     def _binding_finished(self, uid) -> bool:
-        status = self.cache.assumed_pod_status(_ref(uid))
+        status = self.cache.assumed_pod_status(pod_ref(uid))
         return bool(status and status[0])
 
     def _send_bind(self, status, why):
@@ -438,7 +434,7 @@ class Extender:
             if status["state"] != BINDING:
                 continue
             placed = self.statuses.get(uid).pod
-            if self.cache.pod_state(_ref(uid)) is None:
+            if self.cache.pod_state(pod_ref(uid)) is None:
                 try:
                     # restored when a pod list ends: recorded as the relist's
                     self.changes.assume(placed, "relist", "")
@@ -479,7 +475,7 @@ class Extender:
         return info is not None and info.node_name == node
 
     def _void_placement(self, status, actor):
-        if self.cache.is_assumed_pod(_ref(status.uid)):
+        if self.cache.is_assumed_pod(pod_ref(status.uid)):
             self.changes.forget(status.uid, status.node, CAUSE, actor)   # emits pod_forgotten
         self.released(status.uid)
 
