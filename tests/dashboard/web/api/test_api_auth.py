@@ -126,3 +126,19 @@ def test_a_method_a_path_does_not_take_is_401_without_credentials(web, header, m
     response = Client(**headers).generic(method, path)
     assert "authentication required" in error_of(response, 401)
     assert not response.has_header("Allow")
+
+
+@pytest.mark.parametrize("header, door", [
+    (None, "api session"),
+    ("Bearer sv_not-a-token", "api session"),   # a session carrying a token that failed
+    ("good", "api token"),
+])
+def test_the_audit_names_the_door_that_authenticated_the_call(rf, operator, api_token,
+                                                              header, door):
+    from dashboard.web.api.auth import bearer_token, via
+    extra = {} if header is None else {
+        "HTTP_AUTHORIZATION": f"Bearer {api_token}" if header == "good" else header}
+    request = rf.post("/api/v1/pods/uid-web/forget", **extra)
+    request.user = operator
+    bearer_token(request)          # ninja tries the token first, then the session
+    assert via(request) == door
