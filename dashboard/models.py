@@ -270,7 +270,8 @@ class HealthSample(models.Model):
     """The health and count figures at one moment, taken by Celery beat's `sample_health`
     every SCHEDVIEW_SAMPLE_PERIOD: the overview's charts over time, and the "pending
     then" the stalled-scheduler check compares with. Counts of transitions are those
-    of the `period` seconds before `at`; a figure no one could tell is null."""
+    written in the `period` seconds before `at` (numbered above the previous sample's
+    `seq`); a figure no one could tell is null."""
 
     at = models.DateTimeField(db_index=True)
     period = models.FloatField()
@@ -288,3 +289,4 @@ class HealthSample(models.Model):
     feed_lag = models.FloatField(null=True)           # seconds (dashboard/owner/feed_lag.py)
     read_model_backlog = models.IntegerField(null=True)
     binds_stuck = models.IntegerField(null=True)
+    seq = models.BigIntegerField(null=True)           # the highest transition counted so far

@@ -8,7 +8,9 @@
    - <figure data-chart-data="JSON">: a chart whose data the server rendered into the
      page (the snapshot page); drawn again whenever htmx swaps the section in (its
      websocket pushes).
-   Each drawn figure says how many points it holds in data-points (tests read it). */
+   Each drawn figure says how many points it holds in data-points (tests read it).
+   A line that counts transitions (forgets, expiries...) links the point under the cursor to
+   the Events page's window of that point, below the chart: a burst's events, one click away. */
 (function () {
   "use strict";
   const PALETTE = ["#2f5fd0", "#a8261d", "#1f7a3f", "#8a5a00", "#6b3fa0"];
@@ -29,7 +31,42 @@
     .formatToParts(new Date()).find(function (part) { return part.type === "timeZoneName"; })
     .value;
 
-  function draw(figure, times, lines, unit, span, stepped) {
+  function isoTime(epoch) { return new Date(epoch * 1000).toISOString(); }
+
+  // Below a chart over time: for the point under the cursor (the last one pointed at, so
+  // the links stay while the pointer moves to them), a link per line with events behind it.
+  function eventLinks(figure, lines, events) {
+    let list = figure.querySelector(".chart-events");
+    if (!list) {
+      list = document.createElement("p");
+      list.className = "chart-events hint";
+      figure.appendChild(list);
+    }
+    return function (u) {
+      const i = u.cursor.idx;
+      if (i === null || i === undefined) { return; }
+      const links = [];
+      lines.forEach(function (line) {
+        if (line.events && line.values[i]) {
+          const a = document.createElement("a");
+          a.href = events.url + "?" + line.events + "&since=" +
+            encodeURIComponent(isoTime(events.starts[i])) + "&until=" +
+            encodeURIComponent(isoTime(u.data[0][i]));
+          a.textContent = line.label;
+          links.push(a);
+        }
+      });
+      list.replaceChildren();
+      if (links.length) {
+        list.append("Events behind this point (" +
+          new Date(events.starts[i] * 1000).toLocaleTimeString() + " to " +
+          new Date(u.data[0][i] * 1000).toLocaleTimeString() + "): ");
+        links.forEach(function (a, n) { list.append(n ? ", " : "", a); });
+      }
+    };
+  }
+
+  function draw(figure, times, lines, unit, span, stepped, events) {
     if (figure._plot) {
       figure._plot.destroy();
       drawn.delete(figure._plot);
@@ -50,6 +87,9 @@
       scales: { x: { time: true } },
       legend: { live: true },
     };
+    if (events) {
+      options.hooks = { setCursor: [eventLinks(figure, lines, events)] };
+    }
     if (span) {
       options.scales.x.range = function () { return span; };
     }
@@ -77,7 +117,8 @@
           section.querySelectorAll("figure[data-chart]").forEach(function (figure) {
             const chart = series.charts[figure.dataset.chart];
             if (chart) {
-              draw(figure, series.times, chart.lines, chart.unit, [series.start, series.end]);
+              draw(figure, series.times, chart.lines, chart.unit, [series.start, series.end],
+                false, { url: section.dataset.eventsUrl, starts: series.starts });
             }
           });
           section.dataset.loaded = series.range;

@@ -19,7 +19,7 @@ import redis
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Max
 from django.urls import reverse
 from django.utils import timezone
 
@@ -31,7 +31,7 @@ from dashboard.readmodel.read_model import (
     OwnerStatus,
     ago,
     bind_failures,
-    bind_outcomes,
+    bind_outcomes_of,
     owner_status,
     pod_counts,
     window_text,
@@ -461,26 +461,36 @@ SAMPLED_KINDS = {"assumes": "pod_assumed", "expiries": "pod_expired",
                  "forgets": "pod_forgotten"}
 
 
-def transitions_between(start: datetime, end: datetime) -> dict:
-    """The sampled counts of transitions in [start, end): a grouped range query, and the
-    binds and bind failures as the overview's bind panel counts them."""
-    counts = dict(Transition.objects.order_by()
-                  .filter(at__gte=start, at__lt=end, kind__in=SAMPLED_KINDS.values())
+def transitions_counted(after_seq: int | None, start: datetime) -> tuple[int | None, dict]:
+    """The sampled counts of the transitions written since the previous sample: numbered
+    above `after_seq` (the highest it counted), or, with no previous number, from `start`.
+    Counted by number, not by time: a transition lands a flush after it happened, so a
+    sample counting by time would miss the ones written just after it was taken, for ever.
+    Returns the highest number counted now, and the counts."""
+    rows = Transition.objects.order_by()
+    rows = rows.filter(seq__gt=after_seq) if after_seq is not None else rows.filter(at__gte=start)
+    upto = rows.aggregate(upto=Max("seq"))["upto"]
+    if upto is None:
+        return after_seq, {**{figure: 0 for figure in SAMPLED_KINDS}, "binds": 0,
+                           "bind_failures": 0}
+    rows = rows.filter(seq__lte=upto)
+    counts = dict(rows.filter(kind__in=SAMPLED_KINDS.values())
                   .values_list("kind").annotate(n=Count("*")).values_list("kind", "n"))
     sampled = {figure: counts.get(kind, 0) for figure, kind in SAMPLED_KINDS.items()}
-    sampled["binds"], sampled["bind_failures"] = bind_outcomes(start, end)
-    return sampled
+    sampled["binds"], sampled["bind_failures"] = bind_outcomes_of(rows)
+    return upto, sampled
 
 
 def take_sample(now: datetime | None = None, period: float | None = None) -> HealthSample:
-    """Judge the health and record it with the counts of the last `period` seconds (the
-    time since the previous sample, at most a few periods)."""
+    """Judge the health and record it with the counts of the transitions written since the
+    previous sample, over the time since it (at most a few periods)."""
     now = now or timezone.now()
     period = period or settings.SCHEDVIEW_SAMPLE_PERIOD
     previous = HealthSample.objects.filter(at__lt=now).order_by("-at").values_list(
-        "at", flat=True).first()
-    start = max(previous, now - timedelta(seconds=3 * period)) if previous else (
+        "at", "seq").first()
+    start = max(previous[0], now - timedelta(seconds=3 * period)) if previous else (
         now - timedelta(seconds=period))
+    counted_seq, counts = transitions_counted(previous[1] if previous else None, start)
     owner = owner_status()
     health = gather(now, owner=owner)
     counters = owner.counters if owner.live else {}
@@ -497,5 +507,5 @@ def take_sample(now: datetime | None = None, period: float | None = None) -> Hea
         feed_lag=counters.get("feed_lag"),
         read_model_backlog=counters.get("read_model_backlog"),
         binds_stuck=counters.get("binds_stuck", 0) if owner.live else None,
-        **transitions_between(start, now))
+        seq=counted_seq, **counts)
 

@@ -19,7 +19,7 @@ from datetime import timedelta
 import orjson
 import redis
 from django.conf import settings
-from django.db.models import BigIntegerField, Count, Max, Q, Sum
+from django.db.models import BigIntegerField, Count, Max, Min, Q, Sum
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -202,16 +202,23 @@ class RecentOutcomes:
     expired: int
     forgotten: int
     minutes: int
+    # When the first counted one happened (None: none did): where the Events page's window
+    # of each number begins. Taken from the rows, not the clock, so a number and its link
+    # agree and two renders of the same history are the same page.
+    first_expired: object = None
+    first_forgotten: object = None
 
 
 def recent_outcomes() -> RecentOutcomes:
     """Pods expired or forgotten in the last RECENT, from the history (one range query)."""
     rows = (Transition.objects.order_by()
             .filter(at__gte=timezone.now() - RECENT, kind__in=["pod_expired", "pod_forgotten"])
-            .values("kind").annotate(n=Count("*")))
-    counts = {row["kind"]: row["n"] for row in rows}
-    return RecentOutcomes(counts.get("pod_expired", 0), counts.get("pod_forgotten", 0),
-                          int(RECENT.total_seconds() // 60))
+            .values("kind").annotate(n=Count("*"), first=Min("at")))
+    counts = {row["kind"]: row for row in rows}
+    expired, forgotten = counts.get("pod_expired", {}), counts.get("pod_forgotten", {})
+    return RecentOutcomes(expired.get("n", 0), forgotten.get("n", 0),
+                          int(RECENT.total_seconds() // 60),
+                          expired.get("first"), forgotten.get("first"))
 
 
 @dataclass(frozen=True)
@@ -273,6 +280,11 @@ def bind_outcomes(start, end=None) -> tuple[int, int]:
     rows = Transition.objects.order_by().filter(at__gte=start)
     if end is not None:
         rows = rows.filter(at__lt=end)
+    return bind_outcomes_of(rows)
+
+
+def bind_outcomes_of(rows) -> tuple[int, int]:
+    """(bound, failed) pods among these transitions, as `bind_outcomes` counts them."""
     counts = rows.aggregate(
         bound=Count("key", distinct=True,
                     filter=Q(kind="pod_binding_finished")

@@ -133,3 +133,33 @@ def test_a_stuck_bind_raises_the_banner_linking_to_the_pod_until_it_binds(page, 
     bind_pod.delay(uid, "default", "stuck-bind", node)
     expect(page.locator('#health-banner li[data-check="binds_stuck"]')).to_have_count(
         0, timeout=STALL_MS)
+
+
+def test_a_point_of_forgets_links_to_the_forgotten_pods_events(page, kube):
+    """Issue 24: a burst's number links to the events behind it. A pod assumed then
+    forgotten shows as a point on the rates chart; the cursor on that point offers the
+    Events page's window of it, which lists the pod."""
+    uid = new_pod(kube, "charted-forget")
+    wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pod")
+    node = kube.list_node().items[0].metadata.name
+    send("assume", {"uid": uid, "node": node}, actor="browser-test", timeout=10)
+    send("forget", {"uid": uid}, actor="browser-test", timeout=10)
+    page.goto("/")
+    forgets = """() => {
+        const plot = (document.querySelector('figure[data-chart=rates]') || {})._plot;
+        if (!plot) { return -1; }
+        const line = plot.series.findIndex(s => s.label === 'Forgets');
+        return plot.data[line].findIndex(v => v > 0);
+    }"""
+    # Beat samples every second; the charts fetch the series every 10 s.
+    wait_for(lambda: page.evaluate(forgets) >= 0, 40, "a point of forgets on the chart")
+    page.evaluate("""i => {
+        const plot = document.querySelector('figure[data-chart=rates]')._plot;
+        plot.setCursor({left: plot.valToPos(plot.data[0][i], 'x'), top: 10});
+    }""", page.evaluate(forgets))
+    link = page.locator('figure[data-chart="rates"] .chart-events a', has_text="Forgets")
+    expect(link).to_have_count(1)
+    assert "kind=pod_forgotten" in link.get_attribute("href")
+    link.click()
+    page.wait_for_url("**/events/?*")
+    expect(page.locator(f'#event-rows tr.kind-pod_forgotten a[href="/pods/{uid}/"]')).to_have_count(1)

@@ -17,18 +17,22 @@ RANGES = {"15m": 15 * 60, "1h": 3600, "6h": 6 * 3600, "24h": 24 * 3600}
 LABELS = {"15m": "15 min", "1h": "1 h", "6h": "6 h", "24h": "24 h"}   # the picker's
 DEFAULT_RANGE = "1h"
 MAX_POINTS = 720
-# (chart, unit, [(line label, sample field, "level" | "rate")])
+# (chart, unit, [(line label, sample field, "level" | "rate", the Events page's filter for
+# the transitions a point of the line counts, or "")])
 CHARTS = [
-    ("pods", "pods", [("Pending", "pending", "level"), ("Assumed", "assumed", "level"),
-                      ("Stuck binds", "binds_stuck", "level")]),
-    ("rates", "per second", [("Binds", "binds", "rate"), ("Bind failures", "bind_failures", "rate"),
-                             ("Assumes", "assumes", "rate"), ("Expiries", "expiries", "rate"),
-                             ("Forgets", "forgets", "rate")]),
-    ("backlogs", "items", [("Feed backlog", "feed_backlog", "level"),
-                           ("Not yet on the pages", "read_model_backlog", "level")]),
-    ("lag", "seconds", [("Feed lag", "feed_lag", "level")]),
+    ("pods", "pods", [("Pending", "pending", "level", ""), ("Assumed", "assumed", "level", ""),
+                      ("Stuck binds", "binds_stuck", "level", "")]),
+    ("rates", "per second", [
+        ("Binds", "binds", "rate", "kind=pod_binding_finished"),
+        ("Bind failures", "bind_failures", "rate", ""),   # several causes: see Forgets
+        ("Assumes", "assumes", "rate", "kind=pod_assumed"),
+        ("Expiries", "expiries", "rate", "kind=pod_expired"),
+        ("Forgets", "forgets", "rate", "kind=pod_forgotten")]),
+    ("backlogs", "items", [("Feed backlog", "feed_backlog", "level", ""),
+                           ("Not yet on the pages", "read_model_backlog", "level", "")]),
+    ("lag", "seconds", [("Feed lag", "feed_lag", "level", "")]),
 ]
-_FIELDS = ["at", "period"] + [field for _, _, lines in CHARTS for _, field, _ in lines]
+_FIELDS = ["at", "period"] + [field for _, _, lines in CHARTS for _, field, _, _ in lines]
 
 
 class BadRange(ValueError):
@@ -60,10 +64,14 @@ def series(range_name: str, now: datetime | None = None) -> dict:
         else:
             buckets.append((index, [row]))
     times = [round(group[-1]["at"].timestamp(), 3) for _, group in buckets]
+    # Where each point's span begins: its first sample's period back from that sample, so
+    # that a point's events (a burst of forgets at 04:31) are one Events page window away.
+    starts = [round(group[0]["at"].timestamp() - group[0]["period"], 3) for _, group in buckets]
     charts = {}
     for chart, unit, lines in CHARTS:
         charts[chart] = {"unit": unit, "lines": [
-            {"label": label, "values": [_bucket_value(group, field, how) for _, group in buckets]}
-            for label, field, how in lines]}
+            {"label": label, "events": events,
+             "values": [_bucket_value(group, field, how) for _, group in buckets]}
+            for label, field, how, events in lines]}
     return {"range": range_name, "seconds": seconds, "start": start.timestamp(),
-            "end": now.timestamp(), "times": times, "charts": charts}
+            "end": now.timestamp(), "times": times, "starts": starts, "charts": charts}

@@ -320,6 +320,26 @@ def test_a_sample_counts_the_periods_transitions_and_the_owners_figures(owner_re
 
 
 @pytest.mark.django_db
+def test_a_transition_written_after_the_sample_of_its_time_is_counted_by_the_next(
+        owner_reports):
+    """A transition lands a flush after it happened: one stamped before a sample but written
+    after it is counted by the next sample, not lost between the two (the rates chart's
+    points and their links to the events behind them, issue 24)."""
+    owner_reports(pending=0)
+    now = timezone.now()
+    Transition.objects.create(seq=1, at=now - timedelta(milliseconds=500), kind="pod_forgotten",
+                              key="a", cause="operator")
+    first = health.take_sample(now, period=1)
+    assert (first.forgets, first.seq) == (1, 1)
+    Transition.objects.create(seq=2, at=now - timedelta(milliseconds=300),
+                              kind="pod_forgotten", key="b", cause="operator")
+    second = health.take_sample(now + timedelta(seconds=1), period=1)
+    assert (second.forgets, second.seq) == (1, 2)
+    quiet = health.take_sample(now + timedelta(seconds=2), period=1)
+    assert (quiet.forgets, quiet.seq) == (0, 2)
+
+
+@pytest.mark.django_db
 def test_bind_failures_come_from_the_samples_of_the_window(owner_reports, settings):
     settings.SCHEDVIEW_HEALTH_WINDOW = 60
     now = timezone.now()

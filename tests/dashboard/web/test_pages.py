@@ -6,6 +6,7 @@ OWNER_STATUS in the run's Redis, as the owner writes it.
 import re
 import time
 from datetime import timedelta
+from urllib.parse import quote
 
 import orjson
 import pytest
@@ -135,9 +136,17 @@ def test_overview_counts_what_expired_or_was_forgotten_in_the_last_five_minutes(
     transition("pod_forgotten", now - timedelta(hours=1))        # too old
     transition("pod_assumed", now)                               # another kind
     response, html = page(client, "/")
-    assert response.context["overview"].recent == read_model.RecentOutcomes(2, 1, 5)
-    assert ("In the last 5 minutes: <strong>2</strong> expired, "
-            "<strong>1</strong> forgotten (each counted") in squash(html)
+    recent = response.context["overview"].recent
+    assert (recent.expired, recent.forgotten, recent.minutes) == (2, 1, 5)
+    # Each number links to the events it counts (issue 24: a burst's events, one click away).
+    expired_since = quote(recent.first_expired.isoformat())
+    forgotten_since = quote(recent.first_forgotten.isoformat())
+    assert (f'In the last 5 minutes: <a href="/events/?kind=pod_expired&amp;since={expired_since}">'
+            f'<strong>2</strong> expired</a>, '
+            f'<a href="/events/?kind=pod_forgotten&amp;since={forgotten_since}">'
+            f'<strong>1</strong> forgotten</a> (each counted') in squash(html)
+    listed = client.get(f"/events/?kind=pod_expired&since={expired_since}")
+    assert listed.status_code == 200 and len(listed.context["events"].rows) == 2
 
 
 def test_overview_shows_a_live_owner(client, owner):

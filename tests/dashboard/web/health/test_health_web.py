@@ -1,7 +1,7 @@
 """The health on the web: the banner, the overview's panel and charts' data, the REST
 endpoint, and the web process's probes and /metrics."""
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone as dt_timezone
 
 import jsonschema_rs
 import orjson
@@ -12,7 +12,7 @@ from django.db import OperationalError, connections
 from django.test import Client
 from django.utils import timezone
 
-from dashboard.models import HealthSample
+from dashboard.models import HealthSample, Transition
 from dashboard.readmodel import health
 from dashboard.web.health import series as health_series
 from dashboard.wire.clients import redis_client
@@ -195,3 +195,28 @@ def test_the_webs_metrics_need_a_token(client, api_token):
     assert 'schedview_health_level{check="scheduling"} 2.0' in text
     assert 'schedview_health_level{check="owner"} 0.0' in text
     assert "process_cpu_seconds_total" in text or "python_info" in text
+
+
+def test_a_points_transitions_are_one_events_window_away(viewer_client):
+    """A burst of forgets on the rates chart links to the events behind it (issue 24): each
+    point says where its span begins, and each counting line which events it counts."""
+    now = timezone.now()
+    for i in range(2):
+        HealthSample.objects.create(at=now - timedelta(seconds=20 - 10 * i), period=10,
+                                    level="ok", forgets=3 * i)
+    body = viewer_client.get("/health/series/?range=15m").json()
+    assert [end - start for start, end in zip(body["starts"], body["times"])] == [10, 10]
+    events = {line["label"]: line["events"] for line in body["charts"]["rates"]["lines"]}
+    assert events["Forgets"] == "kind=pod_forgotten"
+    assert events["Expiries"] == "kind=pod_expired"
+    assert all(not line["events"] for line in body["charts"]["pods"]["lines"])
+    # The link the chart makes for the second point lists exactly that span's forgets.
+    Transition.objects.create(seq=1, at=now - timedelta(seconds=15), kind="pod_forgotten",
+                              key="u1", namespace="team", name="a", cause="operator")
+    Transition.objects.create(seq=2, at=now - timedelta(seconds=25), kind="pod_forgotten",
+                              key="u2", namespace="team", name="b", cause="operator")
+    since = datetime.fromtimestamp(body["starts"][1], tz=dt_timezone.utc).isoformat()
+    until = datetime.fromtimestamp(body["times"][1], tz=dt_timezone.utc).isoformat()
+    page = viewer_client.get("/events/", {"kind": "pod_forgotten", "since": since,
+                                          "until": until})
+    assert [row.key for row in page.context["events"].rows] == ["u1"]
