@@ -358,7 +358,7 @@ class StandIn:
         total = len(records.ordered)
         candidates = self._candidates(view, records, refused, resolvable, pod)
         if not candidates:     # no node where eviction makes room: no preempt call
-            message = self._no_candidates(pod, total, refused, resolvable, by_extender)
+            message = self._no_candidates(pod, view, total, refused, resolvable, by_extender)
             self._unschedulable(pod, message, now, by_extender)
         if isinstance(candidates, str):
             self._unschedulable(pod, fit_message(total, refused, candidates), now, by_extender)
@@ -407,15 +407,17 @@ class StandIn:
                     break
         return candidates
 
-    def _no_candidates(self, pod, total, refused, resolvable, by_extender) -> str:
+    def _no_candidates(self, pod, view, total, refused, resolvable, by_extender) -> str:
         """kube-scheduler's message when preemption found no candidate (02 rej-2, 07 noop-2).
         After its own filters alone: the diagnosis's, which runs the same filters and tells
         a request above a node's allocatable, which no eviction cures, from one victims
         could make room for (why-pending/cases.json, case cpu: "7 Preemption is not helpful
         for scheduling"). After the extender's refusals, which the diagnosis does not see,
-        or with resources left to the extender: its FailedNodes are resolvable, its
-        FailedAndUnresolvableNodes not (02 rej-2)."""
-        if not by_extender and not self.ignored_resources:
+        or for a pod asking for a resource left to the extender: its FailedNodes are
+        resolvable, its FailedAndUnresolvableNodes not (02 rej-2)."""
+        leaves_to_extender = any(amount > 0 and name in self.ignored_resources
+                                 for name, amount in view.requested.scalar_resources.items())
+        if not (by_extender or leaves_to_extender):
             return self.diagnoser.diagnose(pod).message()
         verdicts = {name: NO_VICTIMS if name in resolvable else NOT_HELPFUL for name in refused}
         return fit_message(total, refused, fit_message(total, verdicts))

@@ -423,3 +423,30 @@ def test_the_pod_scheduled_condition_says_what_kube_scheduler_v1_36_2_said(world
 
 def pod_of_ns(v1, metadata):
     return v1.read_namespaced_pod(metadata["name"], metadata["namespace"])
+
+
+@pytest.fixture
+def demo_world(request):
+    """As `world`, the stand-in leaving the demo's FPGA to the extender (settings'
+    SCHEDVIEW_STANDIN_IGNORED_RESOURCES default)."""
+    with served(request.param) as sim, \
+            running_stand_in(sim, frozenset({"example.com/fpga"})) as running:
+        yield (sim, *running)
+
+
+GPU_CASE = why_pending.BY_NAME["gpu-tolerated"]
+
+
+@pytest.mark.parametrize("demo_world", [why_pending_cluster(GPU_CASE)], indirect=True,
+                         ids=["gpu-tolerated"])
+def test_the_demos_gpu_job_is_worded_as_kube_scheduler_words_it(demo_world):
+    """The demo's 64-GPU job (launcher/demo_scenes.py) with the demo's settings: a resource
+    left to the extender that the pod does not ask for changes nothing in its words
+    (why-pending/cases.json, gpu-tolerated)."""
+    sim, v1, extender, scheduler = demo_world
+    settle(scheduler.view, lambda: "uid-case-gpu-tolerated" in scheduler.view.pending,
+           "the case's pod")
+    assert scheduler.period(now=NOW)["wait"] == 1
+    condition = next(c for c in pod_of_ns(v1, GPU_CASE["pod"]["metadata"]).status.conditions
+                     if c.type == "PodScheduled")
+    assert condition.message == GPU_CASE["pod_scheduled"]["message"]
