@@ -24,6 +24,7 @@ from dashboard.web.live.consumers import HeaderConsumer, NoSuchSocket  # noqa: E
 from dashboard.web.nodes.consumers import (  # noqa: E402
     HeatMapConsumer, NodeDetailConsumer, NodesConsumer)
 from dashboard.web.overview.consumers import OverviewConsumer  # noqa: E402
+from dashboard.web.pending.consumers import PendingConsumer  # noqa: E402
 from dashboard.web.pods.consumers import PodDetailConsumer, PodListConsumer  # noqa: E402
 from dashboard.web.pools.consumers import PoolsConsumer  # noqa: E402
 from dashboard.web.snapshot.consumers import SnapshotConsumer  # noqa: E402
@@ -39,6 +40,7 @@ websocket_routes = [
     path("ws/zones/", ZonesConsumer.as_asgi()),
     path("ws/snapshot/", SnapshotConsumer.as_asgi()),
     path("ws/events/", EventsConsumer.as_asgi()),
+    path("ws/pending/", PendingConsumer.as_asgi()),
     path("ws/pods/", PodListConsumer.as_asgi()),
     path("ws/pods/<str:uid>/", PodDetailConsumer.as_asgi()),
     path("ws/pools/", PoolsConsumer.as_asgi()),

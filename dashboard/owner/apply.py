@@ -54,6 +54,9 @@ class FeedApplier:
         self.stats = stats
         self.pending = pending        # uid -> pod: unbound pods the cache does not hold
         self._pending_by_name = {}    # (namespace, name) -> uid
+        # Pending pods that came, changed or left so far: the live Pending and pod pages
+        # see it move in the published status (they carry no cache event of their own).
+        self.pending_changes = 0
         self.removed = OrderedDict()  # uid or node name -> resourceVersion of its removal
         self.synced = {"pods": False, "nodes": False}
         self.on_pods_listed = None
@@ -170,6 +173,7 @@ class FeedApplier:
         meta = pod.get("metadata") or {}
         self._pending_by_name[(meta.get("namespace") or "", meta.get("name") or "")] = uid
         self.rows.dirty_pods.add(uid)
+        self.pending_changes += 1
 
     def _forget_pending(self, uid):
         pod = self.pending.pop(uid, None)
@@ -177,6 +181,7 @@ class FeedApplier:
             meta = pod.get("metadata") or {}
             self._pending_by_name.pop((meta.get("namespace") or "", meta.get("name") or ""), None)
             self.rows.dirty_pods.add(uid)
+            self.pending_changes += 1
 
     # --- nodes --------------------------------------------------------------------------------
     def _apply_node(self, kind, node):

@@ -57,6 +57,7 @@ class PendingReasons:
         self._sweep = {}          # reason -> pods, so far
         self._shared = {}         # signature -> reason, this sweep's
         self._next = 0.0
+        self.sweeps = 0           # complete sweeps so far (the pages' reasons moved)
 
     def step(self, now: float) -> None:
         """Continue (or start, once PERIOD has passed) the sweep, within BUDGET."""
@@ -85,6 +86,7 @@ class PendingReasons:
         if not queue:
             self.counts, self.reasons, self.summaries, self._queue = (
                 self._sweep, self._found, self._summaries, None)
+            self.sweeps += 1
 
     def top(self, n: int) -> list:
         """The `n` reasons most pods wait for, most first: [{reason, pods, summary}]."""

@@ -12,7 +12,8 @@ def owner_status(owner) -> dict:
     # The tree holds exactly the nodes with a Node object: counted, not listed, each flush.
     return {"nodes": cache.node_tree.num_nodes, "node_infos": cache.node_count(),
             "pods": cache.pod_count(), "assumed": cache.assumed_count(),
-            "pending": len(owner.pending), "generation": cache.generation,
+            "pending": len(owner.pending), "pending_changes": owner.applier.pending_changes,
+            "pending_sweeps": owner.pending_reasons.sweeps, "generation": cache.generation,
             "snapshot_generation": owner.snapshot.generation,
             "seq": owner.seq_base + cache.event_seq, "synced": all(owner.synced.values()),
             "feed_backlog": owner.feed.qsize(), "feed_lag": owner.feed_lag.seconds(owner.clock()),

@@ -65,6 +65,15 @@ from urllib3.exceptions import HTTPError
 
 from schedcache import CacheError
 from scheduling import predicates, preemption
+from scheduling.diagnosis import (
+    NEVER,
+    NO_CLAIMS,
+    NO_VICTIMS,
+    NOT_HELPFUL,
+    UNTOLERATED_TAINTS,
+    Diagnoser,
+    summary,
+)
 from scheduling.podview import PodView
 
 from .standin_queue import SchedulingQueue
@@ -83,8 +92,7 @@ MIN_CANDIDATE_NODES = 100
 CANDIDATE_PERCENT = 10
 MAX_PRIORITY_SHIFT = 2 ** 31     # victims' priorities are summed shifted positive
 PREEMPTED_MESSAGE = f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod"
-NO_VICTIMS = "No preemption victims found"
-NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_CANDIDATE = "no candidate node for preemption"    # 03d: preempt answered no node
 
 
 class CallFailed(Exception):
@@ -182,15 +190,21 @@ def feasible_to_find(nodes: int) -> int:
     return max(nodes * percent // 100, MIN_FEASIBLE_NODES)
 
 
-def fit_message(total: int, reasons: dict, preemption: str = "") -> str:
-    """kube-scheduler's FitError text: "0/5 nodes are available: 5 Insufficient cpu." and
-    what preemption said (03a)."""
+def fit_message(total: int, reasons: dict, preemption: str = "", failed: bool = False) -> str:
+    """kube-scheduler v1.36.2's FitError text, in the diagnosis's words (scheduling.diagnosis
+    builds the filters' part for both): "0/5 nodes are available: 5 Insufficient cpu.";
+    then, after a preemption that came to a verdict, DynamicResources' word before it
+    ("no new claims to deallocate, preemption: ...": why-pending/cases.json, extender 03a,
+    03d), while a preemption that `failed` (the extender's error: 03e, 03g, 04a, 04b) says
+    its error alone. `reasons`: node -> its refusal, several joined by ", "."""
     counts = Counter()
     for reason in reasons.values():
         counts.update(reason.split(", "))
-    text = f"0/{total} nodes are available: " + ", ".join(
-        sorted(f"{n} {reason}" for reason, n in counts.items())) + "."
-    return f"{text} preemption: {preemption}" if preemption else text
+    text = summary(total, counts)
+    if not preemption:
+        return text
+    return f"{text} preemption: {preemption}" if failed else \
+        f"{text} {NO_CLAIMS}, preemption: {preemption}"
 
 
 class Outcome(Exception):
@@ -218,6 +232,9 @@ class StandIn:
         # ignoredByScheduler do: such a pod is sent to `filter` all the same (08 gpu-9).
         self.ignored_resources = ignored_resources
         self.next_start = 0      # kube-scheduler's nextStartNodeIndex
+        # Its words for a pod no node takes and no eviction helps: the owner's diagnosis's,
+        # over this view's cache (see _no_candidates).
+        self.diagnoser = Diagnoser(view.cache)
 
     def close(self) -> None:
         """Stop the view's watches and close the connection."""
@@ -307,7 +324,10 @@ class StandIn:
                 if len(feasible) >= wanted:
                     break
             else:
-                refused[record.name] = reason
+                # v1.36.2 counts every untolerated taint under one reason (cases.json,
+                # gpu-untolerated); the predicate's own words name the taint.
+                refused[record.name] = (UNTOLERATED_TAINTS
+                                        if check is predicates.taint_toleration else reason)
                 if check in predicates.RESOLVABLE:
                     resolvable.add(record.name)
         self.next_start = (start + processed) % total if total else 0
@@ -337,6 +357,9 @@ class StandIn:
     def _post_filter(self, pod, view, records, refused, resolvable, now, by_extender=False):
         total = len(records.ordered)
         candidates = self._candidates(view, records, refused, resolvable, pod)
+        if not candidates:     # no node where eviction makes room: no preempt call
+            message = self._no_candidates(pod, view, total, refused, resolvable, by_extender)
+            self._unschedulable(pod, message, now, by_extender)
         if isinstance(candidates, str):
             self._unschedulable(pod, fit_message(total, refused, candidates), now, by_extender)
         body = {"Pod": pod, "NodeNameToVictims": None, "NodeNameToMetaVictims": {
@@ -347,10 +370,11 @@ class StandIn:
         except Refused as exc:
             self._error(pod, f"preempt: {exc}", now)
         except CallFailed as exc:        # 04a, 04b: unschedulable, no timed retry
-            self._unschedulable(pod, fit_message(total, refused, f"{exc}"), now)
+            self._unschedulable(pod, fit_message(total, refused, f"{exc}", failed=True), now)
         chosen = self._answered_victims(field(answer, "NodeNameToMetaVictims"), records)
         if isinstance(chosen, str):
-            self._unschedulable(pod, fit_message(total, refused, chosen), now)
+            self._unschedulable(pod, fit_message(total, refused, chosen,
+                                                 failed=chosen != NO_CANDIDATE), now)
         node = self._pick_node(chosen, records)
         message = fit_message(total, refused)
         self.queue.unschedulable(pod, now, self.view.changes)
@@ -360,9 +384,10 @@ class StandIn:
         raise Outcome("preempt", message, victims=deleted)
 
     def _candidates(self, view, records, refused, resolvable, pod):
-        """node name -> victims (PodInfos) where preemption makes room, or why none."""
+        """node name -> victims (PodInfos) where preemption makes room ({}: none), or why
+        the pod may not preempt."""
         if not view.may_preempt:
-            return "not eligible due to preemptionPolicy=Never."
+            return NEVER
         nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
         if nominated in records.by_name:
             for info in records.by_name[nominated].info.pods:
@@ -380,15 +405,27 @@ class StandIn:
                 candidates[record.name] = victims
                 if len(candidates) >= wanted:
                     break
-        if not candidates:
-            return fit_message(len(records.ordered), {
-                name: NO_VICTIMS if name in resolvable else NOT_HELPFUL for name in refused})
         return candidates
+
+    def _no_candidates(self, pod, view, total, refused, resolvable, by_extender) -> str:
+        """kube-scheduler's message when preemption found no candidate (02 rej-2, 07 noop-2).
+        After its own filters alone: the diagnosis's, which runs the same filters and tells
+        a request above a node's allocatable, which no eviction cures, from one victims
+        could make room for (why-pending/cases.json, case cpu: "7 Preemption is not helpful
+        for scheduling"). After the extender's refusals, which the diagnosis does not see,
+        or for a pod asking for a resource left to the extender: its FailedNodes are
+        resolvable, its FailedAndUnresolvableNodes not (02 rej-2)."""
+        leaves_to_extender = any(amount > 0 and name in self.ignored_resources
+                                 for name, amount in view.requested.scalar_resources.items())
+        if not (by_extender or leaves_to_extender):
+            return self.diagnoser.diagnose(pod).message()
+        verdicts = {name: NO_VICTIMS if name in resolvable else NOT_HELPFUL for name in refused}
+        return fit_message(total, refused, fit_message(total, verdicts))
 
     def _answered_victims(self, answered, records):
         """node -> victims (PodInfos) from preempt's answer, or why there is no preemption."""
         if not answered or not isinstance(answered, dict):
-            return "no candidate node for preemption"        # 03d
+            return NO_CANDIDATE
         chosen = {}
         for name, victims in answered.items():
             record = records.by_name.get(name)

@@ -25,8 +25,8 @@ from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
 
-LIVE_PAGES = ["/", "/nodes/", "/heatmap/", "/zones/", "/pods/", "/snapshot/", "/events/",
-              "/pools/", "/statuses/"]
+LIVE_PAGES = ["/", "/nodes/", "/heatmap/", "/zones/", "/pods/", "/pending/", "/snapshot/",
+              "/events/", "/pools/", "/statuses/"]
 PUSHES = 30          # statuses changes the pages sit through (about 30 s on a busy machine)
 LINES_JS = """el => {
   const range = document.createRange(); range.selectNodeContents(el);

@@ -13,7 +13,8 @@ api = NinjaAPI(
     title="schedview",
     version="1",
     description="The scheduler cache: pods and their state machine, nodes, zones, snapshots, "
-                "events, the comparer, the cache's dump, and actions on assumed pods.",
+                "events, the comparer, the cache's dump, the pending queue and why pods "
+                "wait, and actions on assumed pods.",
     auth=auth.token_or_session,
     docs_decorator=auth.documents_for_callers,
     urls_namespace="api-v1",
@@ -23,6 +24,7 @@ errors.install(api)
 # --- routers: one line each ---------------------------------------------------------------
 api.add_router("/me", "dashboard.web.api.me.router")
 api.add_router("/pods", "dashboard.web.api.pods.router")
+api.add_router("/pending", "dashboard.web.api.pending.router")
 api.add_router("/nodes", "dashboard.web.api.nodes.router")
 api.add_router("/", "dashboard.web.api.cluster.router")   # /zones, /snapshot, /comparer
 api.add_router("/events", "dashboard.web.api.events.router")

@@ -56,7 +56,8 @@ class PendingRow:
     name: str
     priority: int
     position: int         # in the whole queue, whatever the filters
-    age: str              # since the pod was created
+    created: str | None   # the pod's creationTimestamp, as the API server wrote it
+    age: str              # since then
     reason: str
 
 
@@ -92,7 +93,8 @@ def pending_page(filters: PendingFilters, now: datetime) -> PendingPage:
         raise BadFilter(f"page: {filters.page} is past the last page, {paginator.num_pages} "
                         f"({answer['total']} pods, {filters.per_page} a page)")
     rows = [PendingRow(item["uid"], item["namespace"], item["name"], item["priority"],
-                       item["position"], _age(item["created"], now), item["reason"])
+                       item["position"], item["created"], _age(item["created"], now),
+                       item["reason"])
             for item in answer["items"]]
     counts = {key: [tuple(pair) for pair in pairs] for key, pairs in answer["counts"].items()}
     return PendingPage(filters, rows, answer["queued"], answer["total"], counts,

@@ -9,7 +9,7 @@ from schedcache import Cache
 
 from dashboard.owner import pending_reasons
 from dashboard.owner.owner import CacheOwner
-from tests.decoded_feed import synced_items
+from tests.decoded_feed import synced_items, watched
 from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES
 
@@ -112,3 +112,21 @@ class Refused:
     @staticmethod
     def reasons():
         return [{"reason": "Insufficient cpu", "count": 4, "nodes": []}]
+
+
+def test_the_status_counts_pending_pod_changes_and_sweeps_for_the_live_pages(owner):
+    """No cache event says a pending pod came, changed or left, nor that a sweep recounted
+    the reasons: the status's counters do, and the Pending page's socket nudges on them."""
+    before = owner.status()
+    assert before["pending_sweeps"] == 0
+    owner.flush()                                            # the first sweep ends
+    assert owner.status()["pending_sweeps"] == 1
+    pod = why.pending(BY_NAME["host-port"])
+    pod["metadata"]["resourceVersion"] = "2"
+    owner.apply(watched("pods", "ADDED", pod))
+    came = owner.status()["pending_changes"]
+    assert came == before["pending_changes"] + 1
+    owner.apply(watched("pods", "DELETED", pod))
+    assert owner.status()["pending_changes"] == came + 1
+    owner.flush()                                            # within the period: no sweep
+    assert owner.status()["pending_sweeps"] == 1

@@ -12,6 +12,7 @@ from dashboard.standin import standin
 from dashboard.standin.standin_view import RELIST_PERIOD, ClusterView
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
 from tests.live.livestack import free_port
+from tests.scheduling import why_pending
 
 NS = "team"
 HIGH, LOW = 100_000, 100
@@ -128,8 +129,10 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
     assert extender.verbs() == [("preempt", "high")]
     message = next(c for c in pod_of(v1, "high").status.conditions
                    if c.type == "PodScheduled").message
-    assert message.endswith("preemption: not eligible due to a terminating pod on the "
-                            "nominated node.")
+    # 03a's words: "0/5 nodes are available: 5 Insufficient cpu. no new claims to
+    # deallocate, preemption: not eligible due to a terminating pod on the nominated node."
+    assert message.endswith("no new claims to deallocate, preemption: not eligible due to a "
+                            "terminating pod on the nominated node.")
 
     # The kubelet finishes the victim (as the captures' stand-in did, with grace 0).
     v1.delete_namespaced_pod("low-b-0", NS, grace_period_seconds=0)
@@ -210,8 +213,9 @@ def test_preempt_is_not_called_without_candidates(world):
     assert extender.calls == []
     message = next(c for c in pod_of(v1, "high").status.conditions
                    if c.type == "PodScheduled").message
-    assert message == ("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes "
-                       "are available: 1 No preemption victims found.")
+    assert message == ("0/1 nodes are available: 1 Insufficient cpu. no new claims to "
+                       "deallocate, preemption: 0/1 nodes are available: 1 No preemption "
+                       "victims found for incoming pod.")
 
 
 # --- (c) one pod's failure backs off that pod alone ------------------------------------------
@@ -279,8 +283,8 @@ def test_a_pod_the_extender_filters_out_is_unschedulable_and_tried_once_more(wor
                      if c.type == "PodScheduled")
     assert (condition.reason, condition.message) == (
         "Unschedulable", "0/2 nodes are available: 1 extender: busy, 1 extender: forbidden. "
-        "preemption: 0/2 nodes are available: 1 No preemption victims found, 1 Preemption "
-        "is not helpful for scheduling.")
+        "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption "
+        "victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
     settle(scheduler.view, lambda: scheduler.view.pending["uid-unlucky"]["status"].get("conditions"),
            "its status write")
     assert scheduler.period(now=NOW + 0.5)["wait"] == 1
@@ -378,3 +382,71 @@ def test_the_view_relists_so_a_lost_watch_event_hides_no_pod_for_good(world):
         settle(view, lambda: len(view.pending) == 2, "the pod whose event was lost")
     finally:
         view.stop()
+
+
+# --- (e) kube-scheduler v1.36.2's words, as why-pending/cases.json recorded them ----------------
+
+# The cases the stand-in's own filters decide (inter-pod affinity, spread and volumes are
+# left to the extender, and preempt-helps is placed).
+WORDED = ["cpu", "memory", "cpu-and-memory", "ephemeral-storage", "gpu-tolerated",
+          "gpu-untolerated", "selector", "selector-tiny", "required-affinity", "host-port",
+          "preempt-cannot"]
+
+
+def why_pending_cluster(case):
+    pod = why_pending.pending(case)     # as created: the API server's fields added here
+    pod["metadata"].update(resourceVersion="1", creationTimestamp=later(1).isoformat())
+    pod.setdefault("status", {"phase": "Pending"})
+    return Cluster(nodes=[why_pending.node(n) for n in why_pending.CASES["nodes_before"]],
+                   pods=why_pending.placed_pods() + [pod])
+
+
+@pytest.mark.parametrize("world, case", [(why_pending_cluster(why_pending.BY_NAME[name]),
+                                          why_pending.BY_NAME[name]) for name in WORDED],
+                         indirect=["world"], ids=WORDED)
+def test_the_pod_scheduled_condition_says_what_kube_scheduler_v1_36_2_said(world, case):
+    """The capture shared/k8s-wire/why-pending/cases.json: the stand-in writes the
+    PodScheduled condition kube-scheduler wrote for the same pod on the same nodes, word
+    for word ("N node(s) had untolerated taint(s)", "no new claims to deallocate,
+    preemption: ...")."""
+    sim, v1, extender, scheduler = world
+    uid = f"uid-{case['pod']['metadata']['name']}"
+    settle(scheduler.view, lambda: uid in scheduler.view.pending, "the case's pod")
+    assert scheduler.period(now=NOW)["wait"] == 1
+    assert extender.calls == []        # no node passed, and no eviction would help
+    recorded = case["pod_scheduled"]
+    condition = next(c for c in pod_of_ns(v1, case["pod"]["metadata"]).status.conditions
+                     if c.type == "PodScheduled")
+    assert (condition.status, condition.reason, condition.message) == (
+        recorded["status"], recorded["reason"], recorded["message"])
+
+
+def pod_of_ns(v1, metadata):
+    return v1.read_namespaced_pod(metadata["name"], metadata["namespace"])
+
+
+@pytest.fixture
+def demo_world(request):
+    """As `world`, the stand-in leaving the demo's FPGA to the extender (settings'
+    SCHEDVIEW_STANDIN_IGNORED_RESOURCES default)."""
+    with served(request.param) as sim, \
+            running_stand_in(sim, frozenset({"example.com/fpga"})) as running:
+        yield (sim, *running)
+
+
+GPU_CASE = why_pending.BY_NAME["gpu-tolerated"]
+
+
+@pytest.mark.parametrize("demo_world", [why_pending_cluster(GPU_CASE)], indirect=True,
+                         ids=["gpu-tolerated"])
+def test_the_demos_gpu_job_is_worded_as_kube_scheduler_words_it(demo_world):
+    """The demo's 64-GPU job (launcher/demo_scenes.py) with the demo's settings: a resource
+    left to the extender that the pod does not ask for changes nothing in its words
+    (why-pending/cases.json, gpu-tolerated)."""
+    sim, v1, extender, scheduler = demo_world
+    settle(scheduler.view, lambda: "uid-case-gpu-tolerated" in scheduler.view.pending,
+           "the case's pod")
+    assert scheduler.period(now=NOW)["wait"] == 1
+    condition = next(c for c in pod_of_ns(v1, GPU_CASE["pod"]["metadata"]).status.conditions
+                     if c.type == "PodScheduled")
+    assert condition.message == GPU_CASE["pod_scheduled"]["message"]

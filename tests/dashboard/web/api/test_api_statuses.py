@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.
 
 # Routers whose every documented status is staged in this module; the others (pools,
 # statuses, extender) are staged by their own tests and checked here for 401 alone.
-OWN_TAGS = {"pods", "nodes", "cluster", "events", "auth", "audit", "cache"}
+OWN_TAGS = {"pods", "nodes", "cluster", "events", "auth", "audit", "cache", "pending"}
 LONG = "x" * 300     # longer than any name: refused by the path's schema
 
 ASSUME = {"namespace": "team", "name": "waiting-0", "node": "node-a"}
@@ -66,6 +66,12 @@ CASES.update({
     ("GET", _DIAGNOSIS, 409): ("api", "/api/v1/pods/uid-running/diagnosis", {}),
     ("GET", _DIAGNOSIS, 502): ("failing", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
     ("GET", _DIAGNOSIS, 503): ("ownerless", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
+})
+CASES.update({
+    ("GET", "/api/v1/pending", 200): ("api", "/api/v1/pending?namespace=team&per_page=2", {}),
+    ("GET", "/api/v1/pending", 400): ("api", "/api/v1/pending?page=1000", {}),
+    ("GET", "/api/v1/pending", 502): ("failing", "/api/v1/pending", {}),
+    ("GET", "/api/v1/pending", 503): ("ownerless", "/api/v1/pending", {}),
 })
 for _dump in ("/api/v1/cache/dump", "/api/v1/cache/dump/pending"):
     CASES.update({
@@ -151,6 +157,7 @@ def callers(owner, api, viewer_api, monkeypatch):
                         patch.setattr(f"dashboard.web.pods.actions.{name}", fault)
                     patch.setattr("dashboard.clients.owner_client.diagnose", fault)
                     patch.setattr("dashboard.clients.owner_client.dump_cache", fault)
+                    patch.setattr("dashboard.clients.owner_client.pending_pods", fault)
                 return getattr(client, method)(url, **kwargs)
         return call
 

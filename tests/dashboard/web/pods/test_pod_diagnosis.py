@@ -94,7 +94,8 @@ def test_the_section_is_asked_for_again_and_follows_the_cache(why_owner, viewer_
     """The page polls /pods/<uid>/diagnosis/; a node that takes the pod, added meanwhile,
     shows in the next answer; a pod that is no longer pending gets an empty answer."""
     _, html = get(viewer_client, "/pods/uid-case-cpu/")
-    assert 'hx-get="/pods/uid-case-cpu/diagnosis/" hx-trigger="every 15s"' in html
+    assert ('hx-get="/pods/uid-case-cpu/diagnosis/" '
+            'hx-trigger="htmx:wsAfterMessage from:#pod-socket, every 60s"') in html
     # as the watch would: a node big enough, applied by the owner's own thread
     big = make_node("big-0", cpu="128", memory="512Gi")
     why_owner.feed.put(watched("nodes", "ADDED", big))
