@@ -17,6 +17,7 @@ from dashboard.web.api.schemas import (
     ErrorOut,
     Name,
     PageInfo,
+    VictimOut,
     example,
     refuse_repeated,
 )
@@ -27,13 +28,6 @@ from dashboard.wire.extender import STATES
 router = Router(tags=["statuses"])
 
 STATUS_ERRORS = {**READ_ERRORS, 503: ErrorOut}
-
-
-class VictimOut(Schema):
-    uid: str
-    namespace: str
-    name: str
-    priority: int
 
 
 class StatusOut(Schema):
