@@ -14,7 +14,7 @@ import threading
 
 from simcluster.cluster import SimCluster
 from simcluster.compaction import COMPACTION_INTERVAL
-from simcluster.recording import RecordingError, read_recording
+from simcluster.recording import RecordingError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -73,24 +73,22 @@ def _pool_sizes(text: str) -> dict:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    records = None
-    if args.replay:
-        if args.speed < 0:
-            print("simcluster: --speed must be 0 or more", file=sys.stderr)
-            return 2
-        try:   # every line checked before serving: a bad file serves nothing
-            records = read_recording(args.replay)
-        except (RecordingError, OSError) as e:
-            print(f"simcluster: cannot replay {e}", file=sys.stderr)
-            return 2
-    sim = SimCluster(args.nodes, args.pods, args.zones, args.seed, args.pending_fraction,
-                     namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
-                     kubelet=not args.no_kubelet, compaction_interval=args.compaction_interval,
-                     bookmark_interval=args.bookmark_interval, host=args.host,
-                     port=args.port, faults=args.faults, pools=args.pools,
-                     pool_hold=args.pool_hold, pool_stop_delay=args.pool_stop_delay,
-                     replay=records, replay_speed=args.speed, reschedule=args.reschedule,
-                     replay_source=args.replay or "")
+    if args.replay and args.speed < 0:
+        print("simcluster: --speed must be 0 or more", file=sys.stderr)
+        return 2
+    try:   # a recording is checked whole here: a bad one serves nothing
+        sim = SimCluster(args.nodes, args.pods, args.zones, args.seed, args.pending_fraction,
+                         namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
+                         kubelet=not args.no_kubelet,
+                         compaction_interval=args.compaction_interval,
+                         bookmark_interval=args.bookmark_interval, host=args.host,
+                         port=args.port, faults=args.faults, pools=args.pools,
+                         pool_hold=args.pool_hold, pool_stop_delay=args.pool_stop_delay,
+                         replay=args.replay, replay_speed=args.speed,
+                         reschedule=args.reschedule)
+    except (RecordingError, OSError) as e:
+        print(f"simcluster: cannot replay {e}", file=sys.stderr)
+        return 2
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -25,7 +25,6 @@ from simcluster.generate import Cluster, PodSource, generate_cluster
 from simcluster.kubeconfig import write_kubeconfig
 from simcluster.kubelet import Kubelet
 from simcluster.pools import WarmPools
-from simcluster.recording import Record
 from simcluster.replay import Replay
 from simcluster.resources import Api
 from simcluster.server import ApiServer
@@ -50,16 +49,15 @@ class SimCluster:
                  watch_timeout: float = 1800.0, host: str = "127.0.0.1", port: int = 0,
                  faults: dict | None = None, pools: dict | None = None,
                  pool_hold: float = 0.0, pool_stop_delay: float = 1.0,
-                 replay: list[Record] | None = None, replay_speed: float = 1.0,
-                 reschedule: bool = False, replay_source: str = ""):
+                 replay=None, replay_speed: float = 1.0, reschedule: bool = False):
         """`cluster` (from generate_cluster) replaces the nodes/pods/zones arguments;
         `kubelet=False` leaves terminating pods and bound Pending pods as they are until
         something calls `.kubelet.step()` (or sets its `auto` knob). `pools` ({"web": 20})
         adds warm pools of idle pods, handed back idle `pool_hold` seconds after a claim
         (0: never; see pools.py). `compaction_interval` (seconds; 0: never) spaces the
-        compactions of the history, as kube-apiserver's (compaction.py). `replay` (records
-        from recording.read_recording) starts the cluster empty and plays them from start()
-        at `replay_speed` (replay.py), pods left pending with `reschedule`."""
+        compactions of the history, as kube-apiserver's (compaction.py). `replay` (a recording's
+        path) starts the cluster empty and plays it from start() at `replay_speed` (replay.py), pods left pending with
+        `reschedule`; a bad recording raises RecordingError here."""
         self.store = Store()
         self.compactor = Compactor(self.store, compaction_interval)
         self.api = Api(self.store, seed=seed)
@@ -86,7 +84,7 @@ class SimCluster:
             self.pools.create(pool, count)
         self.weather = Weather(self)   # fault episodes: none until told (episodes.py)
         self.replay = None if replay is None else Replay(
-            self.api, replay, speed=replay_speed, reschedule=reschedule, source=replay_source)
+            self.api, replay, speed=replay_speed, reschedule=reschedule)
         self._address = (host, port)
         self._server = None
         self._server_lock = threading.Lock()

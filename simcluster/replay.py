@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from simcluster.recording import Record
+from simcluster.recording import Record, RecordingError, check_recording, records
 from simcluster.resources import Api
 
 RESOURCES = {"Pod": "pods", "Node": "nodes"}
@@ -32,19 +32,25 @@ _PENDING_STATUS_KEPT = ("qosClass",)
 
 
 class Replay:
-    def __init__(self, api: Api, records: list[Record], *, speed: float = 1.0,
-                 reschedule: bool = False, source: str = "", clock=time.monotonic):
+    """Plays the recording at `path`, a line at a time (a recording may be larger than
+    memory), once every line is checked here (RecordingError naming a bad one, before
+    anything is played)."""
+
+    def __init__(self, api: Api, path, *, speed: float = 1.0, reschedule: bool = False,
+                 clock=time.monotonic):
         if speed < 0:
             raise ValueError("speed: 0 (as fast as possible) or a positive factor")
         self.api = api
-        self.records = records
+        self.path = Path(path)
+        self.summary = check_recording(path)
         self.speed = float(speed)
         self.reschedule = reschedule
-        self.source = Path(source).name if source else ""
         self.clock = clock
         self.played = 0                  # records applied so far
+        self.recorded_at: float | None = None   # the time of the last one applied
         self.missing = 0                 # Deletes of objects not there
         self.skipped: Counter = Counter()   # kinds not replayed
+        self.error = ""                  # why it stopped early (the file changed under it)
         self.started_at: float | None = None   # wall-clock epoch
         self.finished_at: float | None = None
         self._stop = threading.Event()
@@ -70,37 +76,35 @@ class Replay:
 
     @property
     def done(self) -> bool:
-        return self.played == len(self.records)
+        return self.played == self.summary.events
 
     def state(self) -> dict:
         """Where the replay is: record i of n, the recorded time of the last one played
         (epoch seconds; None before the first), the speed, and what was skipped."""
-        played = self.played
-        last = self.records[played - 1].at if played else None
-        return {"source": self.source, "events": len(self.records), "played": played,
-                "recorded_at": last,
-                "recorded_from": self.records[0].at if self.records else None,
-                "recorded_until": self.records[-1].at if self.records else None,
+        return {"source": self.path.name, "events": self.summary.events,
+                "played": self.played, "recorded_at": self.recorded_at,
+                "recorded_from": self.summary.first_at, "recorded_until": self.summary.last_at,
                 "speed": self.speed, "reschedule": self.reschedule,
                 "started_at": self.started_at, "finished_at": self.finished_at,
-                "missing": self.missing, "skipped": dict(self.skipped)}
+                "missing": self.missing, "skipped": dict(self.skipped), "error": self.error}
 
     # -- playing -----------------------------------------------------------------------------
     def run(self) -> None:
-        if not self.records:
-            self.finished_at = time.time()
-            return
-        begun, first = self.clock(), self.records[0].at
-        for record in self.records:
-            if self.speed > 0:
-                due = begun + (record.at - first) / self.speed
-                wait = due - self.clock()
-                if wait > 0 and self._stop.wait(wait):
+        begun, first = self.clock(), self.summary.first_at
+        try:
+            for record in records(self.path):
+                if self.speed > 0:
+                    wait = begun + (record.at - first) / self.speed - self.clock()
+                    if wait > 0 and self._stop.wait(wait):
+                        return
+                elif self._stop.is_set():
                     return
-            elif self._stop.is_set():
-                return
-            self.apply(record)
-            self.played += 1
+                self.apply(record)
+                self.played += 1
+                self.recorded_at = record.at
+        except (RecordingError, OSError) as error:   # checked whole, then changed
+            self.error = str(error)
+            return
         self.finished_at = time.time()
 
     def apply(self, record: Record) -> None:

@@ -11,7 +11,13 @@ from kubernetes import client
 
 from simcluster import SimCluster
 from simcluster.generate import make_node, make_pod
-from simcluster.recording import RecordingError, RecordingWriter, read_recording, record_line
+from simcluster.recording import (
+    RecordingError,
+    RecordingWriter,
+    check_recording,
+    read_recording,
+    record_line,
+)
 from simcluster.replay import Replay
 from tests.waiting import wait_for
 
@@ -47,8 +53,7 @@ def written(tmp_path):
 
 
 def test_a_hand_written_recording_replays_add_update_delete(written):
-    records = read_recording(written)
-    with SimCluster(replay=records, replay_speed=0, kubelet=False) as sim:
+    with SimCluster(replay=written, replay_speed=0, kubelet=False) as sim:
         assert sim.replay.wait(10)
         assert [n["metadata"]["name"] for n in sim.nodes()] == ["node-a"]
         pods = sim.pods()
@@ -63,16 +68,19 @@ def test_a_hand_written_recording_replays_add_update_delete(written):
         assert v1.read_namespaced_pod("web-1", "shop").spec.node_name == "node-a"
 
 
-def test_reschedule_leaves_the_recorded_pods_pending_until_bound_here(written):
-    records = read_recording(written)
-    with SimCluster(replay=records[:5], replay_speed=0, reschedule=True, kubelet=False) as sim:
+def test_reschedule_leaves_the_recorded_pods_pending_until_bound_here(tmp_path):
+    lines = hand_written()
+    first, then = tmp_path / "first.jsonl", tmp_path / "then.jsonl"
+    first.write_bytes(b"".join(lines[:5]))
+    then.write_bytes(b"".join(lines[5:7]))
+    with SimCluster(replay=first, replay_speed=0, reschedule=True, kubelet=False) as sim:
         assert sim.replay.wait(10)
         pod = sim.pod("shop", "web-1")
         assert "nodeName" not in pod["spec"] and pod["status"]["phase"] == "Pending"
         assert set(pod["status"]) <= {"phase", "qosClass"}
         sim.api.bind("shop", "web-1", {"target": {"kind": "Node", "name": "node-b"}})
         # later records of the pod keep the node this cluster bound it to
-        Replay(sim.api, records[5:7], speed=0, reschedule=True).run()
+        Replay(sim.api, then, speed=0, reschedule=True).run()
         pod = sim.pod("shop", "web-1")
         assert (pod["spec"]["nodeName"], pod["metadata"]["labels"]) == ("node-b",
                                                                         {"tier": "front"})
@@ -80,12 +88,11 @@ def test_reschedule_leaves_the_recorded_pods_pending_until_bound_here(written):
 
 
 def test_records_are_played_at_the_recorded_pace_times_the_speed(written):
-    records = read_recording(written)
     now = [100.0]
     waits = []
     # the replay's clock moves only when it waits
     with SimCluster(kubelet=False, nodes=0, pods=0) as sim:
-        replay = Replay(sim.api, records, speed=2, clock=lambda: now[0])
+        replay = Replay(sim.api, written, speed=2, clock=lambda: now[0])
 
         def wait(seconds):
             waits.append(seconds)
@@ -165,9 +172,22 @@ def test_the_server_refuses_a_bad_recording_before_serving(tmp_path):
 
 
 def test_a_replay_serves_its_position_on_the_state_endpoint(written):
-    with SimCluster(replay=read_recording(written), replay_speed=0, kubelet=False,
-                    replay_source=str(written)) as sim:
+    with SimCluster(replay=written, replay_speed=0, kubelet=False) as sim:
         state = wait_for(lambda: sim.control("GET", "state", {})[1]["replay"]["finished_at"]
                          and sim.control("GET", "state", {})[1]["replay"],
                          10, "the replay's end")
         assert (state["source"], state["played"], state["speed"]) == ("trace.jsonl", 9, 0.0)
+
+
+def test_a_file_changed_after_its_check_stops_the_replay_saying_why(tmp_path, written):
+    with SimCluster(kubelet=False, nodes=0, pods=0) as sim:
+        replay = Replay(sim.api, written, speed=0)
+        written.write_bytes(b"".join(hand_written()[:4]) + b"{not json\n")
+        replay.run()
+        assert (replay.played, replay.done, replay.finished_at) == (4, False, None)
+        assert "line 5: not JSON" in replay.state()["error"]
+
+
+def test_check_recording_counts_without_keeping(written):
+    summary = check_recording(written)
+    assert (summary.events, summary.first_at, summary.last_at) == (9, T0, T0 + 4)

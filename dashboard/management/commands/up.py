@@ -29,7 +29,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from simcluster.recording import RecordingError, read_recording
+from simcluster.recording import RecordingError, check_recording
 
 from dashboard import accounts
 from dashboard.kube import client as kube
@@ -76,7 +76,7 @@ def replaying_cluster(kubeconfig, recording, speed, reschedule, env: dict) -> Ch
 def checked_recording(path) -> int:
     """How many records `path` holds; CommandError naming the first bad line."""
     try:
-        return len(read_recording(path))
+        return check_recording(path).events
     except (RecordingError, OSError) as error:
         raise CommandError(f"--replay: {error}") from None
 

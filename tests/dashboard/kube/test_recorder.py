@@ -84,7 +84,7 @@ def test_a_recording_replayed_at_speed_0_leaves_the_cache_as_the_original(tmp_pa
     records = read_recording(path)
     assert {r.event for r in records} == {"Add", "Update", "Delete"}
     assert len(records) == recorder.events
-    with SimCluster(replay=records, replay_speed=0, kubelet=False) as replayed:
+    with SimCluster(replay=path, replay_speed=0, kubelet=False) as replayed:
         assert replayed.replay.wait(60)
         assert replayed.replay.missing == 0
         assert cache_of(replayed) == expected
@@ -105,6 +105,11 @@ def test_record_stops_on_sigint_with_a_complete_file(tmp_path):
             # the listing, then churn: the partial file grows past a flush or two
             wait_for(lambda: partial.exists() and partial.stat().st_size > 20_000, 60,
                      "lines flushed to the partial file")
+            changed = sim.churn.counts["label"] + sim.churn.counts["delete"]
+            wait_for(lambda: sim.churn.counts["label"] + sim.churn.counts["delete"]
+                     > changed + 5, 60, "pods changed after the listing")
+            size = partial.stat().st_size
+            wait_for(lambda: partial.stat().st_size > size, 60, "a flush after those")
             assert not out.exists()
             process.send_signal(signal.SIGINT)
             assert process.wait(timeout=30) == 0

@@ -61,14 +61,13 @@ def test_a_replay_alone_reads_as_one_with_no_episodes():
 
 def test_the_announcer_publishes_the_replays_position(redis_url, tmp_path):
     from simcluster.generate import make_node
-    from simcluster.recording import read_recording, record_line
+    from simcluster.recording import record_line
 
     path = tmp_path / "trace.jsonl"
     path.write_bytes(b"".join(record_line(1_000_000.0 + i, "Add", make_node(f"n{i}"))
                               for i in range(3)))
     client = redis_client(settings.REDIS_URL)
-    with SimCluster(replay=read_recording(path), replay_speed=0, kubelet=False,
-                    replay_source=str(path)) as sim:
+    with SimCluster(replay=path, replay_speed=0, kubelet=False) as sim:
         assert sim.replay.wait(10)
         weather.Announcer(sim.url, client).announce_once()
     read = weather.injected(client)
