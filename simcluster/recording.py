@@ -93,11 +93,19 @@ class RecordingWriter:
             self._raw.flush()
 
     def close(self) -> Path:
+        self._close_files()
+        os.replace(self.partial, self.path)
+        return self.path
+
+    def discard(self) -> None:
+        """Close and remove the .partial file: nothing was recorded."""
+        self._close_files()
+        self.partial.unlink(missing_ok=True)
+
+    def _close_files(self) -> None:
         self._file.close()
         if self._file is not self._raw:
             self._raw.close()
-        os.replace(self.partial, self.path)
-        return self.path
 
 
 def _parse_time(text) -> float:

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from kubernetes.config import ConfigException
 
 from simcluster.recording import RecordingWriter
 
@@ -27,19 +28,30 @@ class Command(BaseCommand):
                             help="the recording (.gz: gzip-compressed); replaced if it exists")
 
     def handle(self, *args, out: Path, **options):
-        if not out.parent.is_dir():
-            raise CommandError(f"--out: no directory {out.parent}")
+        try:
+            api = kube.core_api()
+        except (OSError, ConfigException) as error:
+            raise CommandError(f"no cluster to record: {error}") from None
+        try:
+            writer = RecordingWriter(out)
+        except OSError as error:
+            raise CommandError(f"--out: {error}") from None
         stop = threading.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, lambda *_: stop.set())
-        writer = RecordingWriter(out)
-        recorder = ClusterRecorder(kube.core_api(), writer, stop)
+        before = {sig: signal.signal(sig, lambda *_: stop.set())
+                  for sig in (signal.SIGINT, signal.SIGTERM)}
+        recorder = ClusterRecorder(api, writer, stop)
         self.stdout.write(f"recording to {out} (Ctrl-C stops)")
         try:
             recorder.run()
         except Exception as error:
+            if not writer.lines:
+                writer.discard()
+                raise CommandError(f"nothing recorded: {error}") from error
             raise CommandError(f"recording stopped by an error, {writer.partial} holds what "
                                f"was recorded: {error}") from error
+        finally:
+            for sig, handler in before.items():
+                signal.signal(sig, handler)
         writer.close()
         counts = ", ".join(f"{n} {event}" for event, n in recorder.counts.items())
         self.stdout.write(f"recorded {recorder.events} events ({counts}) to {out}")

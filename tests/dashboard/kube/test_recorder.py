@@ -3,16 +3,19 @@ recording into a fresh simulated cluster (simcluster/replay.py): the round trip 
 cache as the original's, and record stops on SIGINT with a complete file."""
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
 import pytest
+from django.core.management import CommandError, call_command
 
 from schedcache import Cache
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster
+from simcluster.kubeconfig import write_kubeconfig
 from simcluster.recording import RecordingWriter, read_recording
 
 from dashboard.kube.recorder import ClusterRecorder
@@ -124,3 +127,26 @@ def test_record_stops_on_sigint_with_a_complete_file(tmp_path):
     kinds = [r.kind for r in records[:listing]]
     assert kinds.count("Node") == 4 and kinds.count("Pod") >= 40
     assert "Node" not in [r.kind for r in records[listing:]]
+
+
+def unreachable_kubeconfig(tmp_path) -> Path:
+    with socket.socket() as probe:      # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return Path(write_kubeconfig(tmp_path / "kubeconfig", f"http://127.0.0.1:{port}"))
+
+
+@pytest.mark.parametrize("case, says", [
+    ("no directory", "--out: .*No such file or directory"),
+    ("no kubeconfig", "no cluster to record"),
+    ("no server", "nothing recorded"),
+])
+def test_record_refuses_what_it_cannot_do_and_leaves_no_file(tmp_path, settings, case, says):
+    out = tmp_path / ("missing/trace.jsonl" if case == "no directory" else "trace.jsonl")
+    settings.SCHEDVIEW_KUBECONFIG = (tmp_path / "absent" if case == "no kubeconfig"
+                                     else unreachable_kubeconfig(tmp_path))
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    with pytest.raises(CommandError, match=says):
+        call_command("record", "--out", str(out))
+    assert not out.exists() and not out.with_name("trace.jsonl.partial").exists()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers
