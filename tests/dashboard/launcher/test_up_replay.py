@@ -7,9 +7,11 @@ import sys
 
 import pytest
 from django.core.management import CommandError, call_command
+from kubernetes import client, config
 
 from simcluster.recording import read_recording
 from tests.children import spawn, stop
+from tests.waiting import wait_for
 from tests.dashboard.launcher.test_up_command import (
     BASE_DIR,
     drain,
@@ -46,23 +48,38 @@ def test_the_sample_recording_is_small_and_whole():
 
 
 @pytest.mark.live
-def test_up_replays_the_sample_and_the_overview_says_so(tmp_path):
+@pytest.mark.timeout(300)
+def test_up_replays_the_sample_and_the_overview_says_so_and_reschedule_binds_anew(tmp_path):
+    # --reschedule: the recorded pods arrive unbound, and the stand-in binds them through
+    # the owners' extender
     port = free_port()
     env = {name: value for name, value in os.environ.items()
            if name not in ("REDIS_URL", "DATABASE_URL", "SCHEDVIEW_KUBECONFIG")}
-    env.update(SCHEDVIEW_VAR_DIR=str(tmp_path), SCHEDVIEW_EXTENDER_ADDRESS="")
+    env.update(SCHEDVIEW_VAR_DIR=str(tmp_path),
+               SCHEDVIEW_EXTENDER_ADDRESS=f"127.0.0.1:{free_port()}")
     process = spawn([sys.executable, "manage.py", "up", "--port", str(port), "--replay",
-                     str(SAMPLE), "--speed", "0"], cwd=BASE_DIR, env=env, text=True,
-                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                     str(SAMPLE), "--speed", "0", "--reschedule"], cwd=BASE_DIR, env=env,
+                    text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
         started = read_until(process, f"Listening on TCP address 127.0.0.1:{port}",
                              "schedview: http", f"events of {SAMPLE}")
         drain(process)
         base = f"http://127.0.0.1:{port}"
         session = logged_in(base, started)
-        events = len(read_recording(SAMPLE))
-        page_showing(session, f"{base}/", f"All {events:,} events of", timeout=120)
-        last_node = next(r for r in reversed(read_recording(SAMPLE)) if r.kind == "Node")
+        records = read_recording(SAMPLE)
+        overview = page_showing(session, f"{base}/", f"All {len(records):,} events of",
+                                timeout=120)
+        assert "Its pods are left pending: the stand-in schedules them" in overview
+        last_node = next(r for r in reversed(records) if r.kind == "Node")
         page_showing(session, f"{base}/nodes/", last_node.resource["metadata"]["name"])
+        cluster = client.CoreV1Api(config.new_client_from_config(
+            config_file=str(tmp_path / "simcluster.kubeconfig")))
+
+        def bound_here():
+            # the replay cleared every recorded binding: a pod with a node was bound here
+            pods = [p for p in cluster.list_pod_for_all_namespaces().items
+                    if p.status.phase == "Pending"]
+            return sum(bool(p.spec.node_name) for p in pods) >= 10
+        wait_for(bound_here, 150, "the stand-in to bind replayed pods")
     finally:
         stop(process)
