@@ -1,7 +1,9 @@
 """Command line: python -m simcluster serve --nodes 200 --pods 3000 --kubeconfig PATH
 
 Prints the URL on the first line of stdout (then flushes), writes the kubeconfig if
-asked, and serves until SIGINT/SIGTERM.
+asked, and serves until SIGINT/SIGTERM. `--replay FILE [--speed N] [--reschedule]` plays a
+recording (replay.py) instead of the generated cluster; a bad line ends it before it
+serves, with exit code 2 and the line's number.
 """
 
 import argparse
@@ -12,6 +14,7 @@ import threading
 
 from simcluster.cluster import SimCluster
 from simcluster.compaction import COMPACTION_INTERVAL
+from simcluster.recording import RecordingError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +49,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--pool-stop-delay", type=float, default=1.0,
                        help="seconds a pool pod spends Stopping before it is Idle")
     serve.add_argument("--kubeconfig", help="write a kubeconfig for the server here")
+    serve.add_argument("--replay", metavar="FILE",
+                       help="start empty and play this recording (kube-scheduler-simulator's "
+                            "recorder format, .gz or plain) instead of a generated cluster")
+    serve.add_argument("--speed", type=float, default=1.0,
+                       help="with --replay: N times the recorded pace (0: as fast as possible)")
+    serve.add_argument("--reschedule", action="store_true",
+                       help="with --replay: leave the recording's pods pending (nodeName "
+                            "cleared) for the scheduler to place")
     return parser
 
 
@@ -62,12 +73,22 @@ def _pool_sizes(text: str) -> dict:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    sim = SimCluster(args.nodes, args.pods, args.zones, args.seed, args.pending_fraction,
-                     namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
-                     kubelet=not args.no_kubelet, compaction_interval=args.compaction_interval,
-                     bookmark_interval=args.bookmark_interval, host=args.host,
-                     port=args.port, faults=args.faults, pools=args.pools,
-                     pool_hold=args.pool_hold, pool_stop_delay=args.pool_stop_delay)
+    if args.replay and args.speed < 0:
+        print("simcluster: --speed must be 0 or more", file=sys.stderr)
+        return 2
+    try:   # a recording is checked whole here: a bad one serves nothing
+        sim = SimCluster(args.nodes, args.pods, args.zones, args.seed, args.pending_fraction,
+                         namespaces=args.namespaces, churn=args.churn, scheduler=args.scheduler,
+                         kubelet=not args.no_kubelet,
+                         compaction_interval=args.compaction_interval,
+                         bookmark_interval=args.bookmark_interval, host=args.host,
+                         port=args.port, faults=args.faults, pools=args.pools,
+                         pool_hold=args.pool_hold, pool_stop_delay=args.pool_stop_delay,
+                         replay=args.replay, replay_speed=args.speed,
+                         reschedule=args.reschedule)
+    except (RecordingError, OSError) as e:
+        print(f"simcluster: cannot replay {e}", file=sys.stderr)
+        return 2
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())

@@ -25,6 +25,7 @@ from simcluster.generate import Cluster, PodSource, generate_cluster
 from simcluster.kubeconfig import write_kubeconfig
 from simcluster.kubelet import Kubelet
 from simcluster.pools import WarmPools
+from simcluster.replay import Replay
 from simcluster.resources import Api
 from simcluster.server import ApiServer
 from simcluster.store import Store
@@ -47,16 +48,21 @@ class SimCluster:
                  bookmark_interval: float = 60.0,
                  watch_timeout: float = 1800.0, host: str = "127.0.0.1", port: int = 0,
                  faults: dict | None = None, pools: dict | None = None,
-                 pool_hold: float = 0.0, pool_stop_delay: float = 1.0):
+                 pool_hold: float = 0.0, pool_stop_delay: float = 1.0,
+                 replay=None, replay_speed: float = 1.0, reschedule: bool = False):
         """`cluster` (from generate_cluster) replaces the nodes/pods/zones arguments;
         `kubelet=False` leaves terminating pods and bound Pending pods as they are until
         something calls `.kubelet.step()` (or sets its `auto` knob). `pools` ({"web": 20})
         adds warm pools of idle pods, handed back idle `pool_hold` seconds after a claim
         (0: never; see pools.py). `compaction_interval` (seconds; 0: never) spaces the
-        compactions of the history, as kube-apiserver's (compaction.py)."""
+        compactions of the history, as kube-apiserver's (compaction.py). `replay` (a recording's
+        path) starts the cluster empty and plays it from start() at `replay_speed` (replay.py), pods left pending with
+        `reschedule`; a bad recording raises RecordingError here."""
         self.store = Store()
         self.compactor = Compactor(self.store, compaction_interval)
         self.api = Api(self.store, seed=seed)
+        if replay is not None:
+            cluster = Cluster()   # the recording's listing is the cluster
         generated = cluster or generate_cluster(nodes, pods, zones, seed, pending_fraction,
                                                 namespaces=namespaces)
         self.store.load("nodes", generated.nodes)
@@ -77,6 +83,8 @@ class SimCluster:
         for pool, count in (pools or {}).items():
             self.pools.create(pool, count)
         self.weather = Weather(self)   # fault episodes: none until told (episodes.py)
+        self.replay = None if replay is None else Replay(
+            self.api, replay, speed=replay_speed, reschedule=reschedule)
         self._address = (host, port)
         self._server = None
         self._server_lock = threading.Lock()
@@ -90,6 +98,8 @@ class SimCluster:
         self.churn.start()
         self.kubelet.start()
         self.pools.start()
+        if self.replay is not None:
+            self.replay.start()
         return self
 
     def _serve(self) -> None:
@@ -100,6 +110,8 @@ class SimCluster:
                              name="simcluster-http", daemon=True).start()
 
     def stop(self) -> None:
+        if self.replay is not None:
+            self.replay.stop()
         self.weather.stop()
         self.compactor.stop()
         self.churn.stop()
@@ -165,7 +177,8 @@ class SimCluster:
                 "watches": self.watchers.count(), "watches_opened": self.watchers.opened,
                 "churn": self.churn.knobs(),
                 "faults": self.faults.knobs(), "kubelet": self.kubelet.knobs(),
-                "pools": self.pools.knobs(), "weather": self.weather.state()}
+                "pools": self.pools.knobs(), "weather": self.weather.state(),
+                "replay": None if self.replay is None else self.replay.state()}
 
     # -- clients and accessors -------------------------------------------------------------
 

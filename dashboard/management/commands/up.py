@@ -8,6 +8,12 @@ over when it dies), the pools process, a Celery worker and beat, the web
 dies is started again (said on the console and on the overview), Ctrl-C (or
 SIGTERM) stops them all, and only a child that keeps failing right after its
 start ends the command, naming it.
+
+`--replay FILE [--speed N] [--reschedule]` starts the simulated cluster from a recording
+(`manage.py record`, or kube-scheduler-simulator's recorder) instead of a generated one:
+no churn, no fault episodes, no kubelet, warm pools or demo scenes, only what the
+recording did, played at N times its pace; the overview says where it is. The file is
+checked whole before anything starts.
 """
 import os
 import shutil
@@ -15,12 +21,15 @@ import signal
 import socket
 import sys
 import time
+from pathlib import Path
 
 import urllib3
 import yaml
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+
+from simcluster.recording import RecordingError, check_recording
 
 from dashboard import accounts
 from dashboard.kube import client as kube
@@ -52,6 +61,24 @@ def simulated_cluster(kubeconfig, nodes, pods, churn, env: dict) -> Child:
                                 "--pending-fraction", "0.02", "--bookmark-interval", "10",
                                 *DEMO_POOLS, "--kubeconfig", str(kubeconfig)],
                  infrastructure=True, env=env)
+
+
+def replaying_cluster(kubeconfig, recording, speed, reschedule, env: dict) -> Child:
+    """The simulated cluster playing a recording: only what it did happens (no kubelet:
+    the recording holds its kubelets' changes)."""
+    return Child("simcluster", [sys.executable, "-m", "simcluster", "serve", "--replay",
+                                str(recording), "--speed", str(speed),
+                                *(("--reschedule",) if reschedule else ()), "--no-kubelet",
+                                "--bookmark-interval", "10", "--kubeconfig", str(kubeconfig)],
+                 infrastructure=True, env=env)
+
+
+def checked_recording(path) -> int:
+    """How many records `path` holds; CommandError naming the first bad line."""
+    try:
+        return check_recording(path).events
+    except (RecordingError, OSError) as error:
+        raise CommandError(f"--replay: {error}") from None
 
 
 def wait_for_file(path, process, timeout=120.0):
@@ -166,8 +193,25 @@ class Command(BaseCommand):
         parser.add_argument("--pods", type=int, default=2000, help="simulated pods at start")
         parser.add_argument("--churn", type=float, default=20.0,
                             help="simulated pod changes per second")
+        parser.add_argument("--replay", type=Path, metavar="FILE",
+                            help="start the simulated cluster from this recording (manage.py "
+                                 "record's, .gz or plain) instead of a generated one")
+        parser.add_argument("--speed", type=float, default=1.0,
+                            help="with --replay: N times the recorded pace (0: as fast as "
+                                 "possible)")
+        parser.add_argument("--reschedule", action="store_true",
+                            help="with --replay: leave the recording's pods pending for the "
+                                 "stand-in to schedule through the extender")
 
-    def handle(self, *args, port, nodes, pods, churn, **options):
+    def handle(self, *args, port, nodes, pods, churn, replay, speed, reschedule, **options):
+        if replay is not None:    # a bad recording starts nothing
+            if "SCHEDVIEW_KUBECONFIG" in os.environ:
+                raise CommandError("--replay plays into the simulated cluster: unset "
+                                   "SCHEDVIEW_KUBECONFIG")
+            if speed < 0:
+                raise CommandError("--speed: 0 (as fast as possible) or a positive factor")
+            self.stdout.write(f"schedview: replaying {checked_recording(replay)} events of "
+                              f"{replay}")
         signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops us as Ctrl-C does
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         redis = redis_client(settings.REDIS_URL)
@@ -188,10 +232,12 @@ class Command(BaseCommand):
                     kubeconfig = settings.SCHEDVIEW_KUBECONFIG
                     kubeconfig.unlink(missing_ok=True)
                     cluster = supervisor.start(
-                        simulated_cluster(kubeconfig, nodes, pods, churn, env))
+                        replaying_cluster(kubeconfig, replay, speed, reschedule, env)
+                        if replay else simulated_cluster(kubeconfig, nodes, pods, churn, env))
                     wait_for_file(kubeconfig, cluster)
-                    configure_simulated_cluster(kubeconfig)
-                    demo_scenes.stage(kube.core_api())
+                    if not replay:
+                        configure_simulated_cluster(kubeconfig)
+                        demo_scenes.stage(kube.core_api())
                     announcer = weather.Announcer(cluster_url(kubeconfig), redis).start()
                 call_command("migrate", interactive=False)
                 call_command("collectstatic", interactive=False, verbosity=0)
@@ -200,7 +246,7 @@ class Command(BaseCommand):
                 supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a", probe=True))
                 supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b", probe=True))
                 supervisor.start(manage("pools", env, "pools", *(
-                    ("--demand", DEMO_DEMAND) if simulated else ()), probe=True))
+                    ("--demand", DEMO_DEMAND) if simulated and not replay else ()), probe=True))
                 supervisor.start(celery("worker", worker_env(env, settings.VAR_DIR), "worker",
                                         probe=True))
                 # The children's setting: ours were read without the stand-in's period.

@@ -37,6 +37,19 @@ class EpisodeOut(Schema):
     until: float | None = Field(description="when it ends (for `last`: when it ended)")
 
 
+class ReplayOut(Schema):
+    source: str = Field(description="the recording's file name")
+    events: int = Field(description="records in the recording")
+    played: int = Field(description="records played so far")
+    recorded_at: float | None = Field(description="when the last record played was recorded, "
+                                                  "epoch seconds; null before the first")
+    speed: float = Field(description="times the recorded pace; 0: as fast as possible")
+    reschedule: bool = Field(description="whether the recording's pods are left pending for "
+                                         "the scheduler (else its bindings are kept)")
+    finished_at: float | None = Field(description="when the last record was played, epoch "
+                                                  "seconds; null while it plays")
+
+
 class InjectedOut(Schema):
     now: EpisodeOut | None = Field(description="the fault the simulated cluster injects now")
     next: EpisodeOut | None = Field(description="the episode to come")
@@ -45,6 +58,8 @@ class InjectedOut(Schema):
                                        "checks (they clear over the health window)")
     calm_seconds: float
     length_seconds: float
+    replay: ReplayOut | None = Field(description="the recording the simulated cluster plays "
+                                                 "(`manage.py up --replay`), null if none")
 
 
 class HealthOut(Schema):
@@ -53,8 +68,9 @@ class HealthOut(Schema):
     feed: FeedOut = Field(description="the watch feed's figures, as the owner reports them")
     checks: list[CheckOut]
     injected: InjectedOut | None = Field(
-        description="under `manage.py up`, the simulated cluster's fault episodes: which "
-                    "warnings it causes on purpose; null against a real cluster")
+        description="under `manage.py up`, the simulated cluster's fault episodes (which "
+                    "warnings it causes on purpose) and the recording it replays; null "
+                    "against a real cluster")
     model_config = example({"level": "fail", "at": 1764000000.0,
                             "feed": {"backlog": 12, "lag_seconds": 0.3}, "checks": [
         {"name": "scheduling", "title": "Scheduling", "level": "fail",

@@ -1,6 +1,7 @@
 """Under `manage.py up` the simulated cluster's fault episodes are announced: on the
 overview always (on, settling, or calm with the next one), and on every page's banner
 while one is on."""
+import re
 import time
 
 import jsonschema_rs
@@ -81,3 +82,31 @@ def test_the_health_api_names_the_episode_as_its_schema_says(api_token, publish)
         {**documented["content"]["application/json"]["schema"],
          "components": schema["components"]})
     assert [error.message for error in validator.iter_errors(body)] == []
+
+
+@pytest.mark.parametrize("played, finished, speed, says", [
+    (300, None, 2.0, "Playing demo.jsonl.gz: event 300 of 1,200, recorded <time"),
+    (1200, 1_000_500.0, 0.0, "Played All 1,200 events of demo.jsonl.gz, by <time"),
+], ids=["playing", "played"])
+def test_a_replay_is_announced_with_its_position_and_speed(viewer_client, redis_url, played,
+                                                           finished, speed, says):
+    client = redis_client(settings.REDIS_URL)
+    client.set(SIMCLUSTER_WEATHER, orjson.dumps({
+        "episodes": [], "calm": 240.0, "length": 60.0, "now": None, "next": None, "last": None,
+        "replay": {"source": "demo.jsonl.gz", "events": 1200, "played": played,
+                   "recorded_at": 1_000_000.0, "speed": speed, "reschedule": False,
+                   "finished_at": finished}}))
+    cache.clear()
+    try:
+        _, html = get(viewer_client, "/")
+    finally:
+        client.delete(SIMCLUSTER_WEATHER)
+        cache.clear()
+    panel = squash(html.split('<section class="panel replay" id="replay"')[1]
+                   .split("</section>")[0])
+    text = re.sub(r"</?(strong|span)[^>]*>", "", panel)
+    assert says in text
+    assert ("at 2&times; the recorded pace" if speed else "as fast as the cluster takes them") \
+        in text
+    assert "Its bindings are kept as recorded." in text
+    assert 'id="injected"' not in html      # no episodes: no fault panel
