@@ -13,6 +13,7 @@ from django.db import connection
 from kubernetes import client, config
 
 from dashboard.clients.owner_client import send
+from dashboard.models import PodRecord
 from dashboard.wire.clients import redis_client
 from dashboard.wire.commands import CommandError
 from tests.children import spawn, stop
@@ -189,6 +190,12 @@ def cluster_pods(stack) -> dict:
         config_file=stack.env["SCHEDVIEW_KUBECONFIG"]))
     return {p.metadata.uid: p.spec.node_name or "" for p in
             api.list_pod_for_all_namespaces().items}
+
+
+def pod_rows() -> dict:
+    """uid -> (state, node) of every pod row the pages show (the test's database)."""
+    return {uid: (state, node) for uid, state, node in
+            PodRecord.objects.values_list("uid", "state", "node")}
 
 
 def rows_against_cluster(rows: dict, pods: dict) -> list:

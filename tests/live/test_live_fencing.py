@@ -27,6 +27,7 @@ from tests.live.livestack import (
     child_env,
     cluster_pods,
     owner_status,
+    pod_rows,
     rows_against_cluster,
     synced_owner,
 )
@@ -127,12 +128,6 @@ def history_matches(events, stored=None):
 
 def term_of(stack, name):
     return int(re.findall(r"owning the cache \(term (\d+)\)", stack.log(name))[-1])
-
-
-def pod_rows():
-    """uid -> (state, node) of every pod row the pages show."""
-    return {uid: (state, node) for uid, state, node in
-            PodRecord.objects.values_list("uid", "state", "node")}
 
 
 def one_epoch():
