@@ -11,8 +11,9 @@ to the server's queue (a list) and, when it wants the reply, BLPOPs the list
     {"ok": true, "result": ...}   or   {"ok": false, "status": 409, "error": "..."}
 
 (a refusal may add "retry_after": seconds). The server takes queued requests in
-batches and pushes the replies of a batch in one pipeline, each list expiring
-REPLY_TTL seconds later so that a reply whose caller gave up does not stay.
+batches and pushes the replies of a batch in one step (a pipeline; a fenced server's
+script, which may withhold them), each list expiring REPLY_TTL seconds later so that a
+reply whose caller gave up does not stay.
 
 Deadlines: a request carries the wall-clock time after which it must not run (a
 stale request applied late would be wrong), and the server drops it unanswered. A
@@ -280,6 +281,7 @@ class RequestServer:
                         self.what, request_id)
 
     def _push(self, replies: list, ttl: int) -> bool:
+        """The push of a server nothing fences: one pipeline, always out."""
         pipe = self.client.pipeline(transaction=False)
         for key, body in replies:
             pipe.lpush(key, body)
