@@ -129,6 +129,11 @@ class LeaseTerm(models.Model):
 
     term = models.BigIntegerField(default=0)
 
+    @classmethod
+    def current(cls) -> int:
+        """The term now (0 before any owner took the lease)."""
+        return cls.objects.filter(pk=1).values_list("term", flat=True).first() or 0
+
 
 class PrunedHistory(models.Model):
     """How far the history was pruned (one row): a reader asking for transitions below

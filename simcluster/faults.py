@@ -1,5 +1,5 @@
-"""Fault knobs: failed, slow or refused binds, conflicting pod updates and lost watch
-events, changeable at any time.
+"""Fault knobs: failed, slow or refused binds, conflicting pod updates, lost watch
+events and silent watches, changeable at any time.
 
 Draws come from one seeded RNG so a run with the same knobs fails the same share.
 """
@@ -23,9 +23,15 @@ class Faults:
     binding_refused_namespaces: str = ""
     lose_event_rate: float = 0.0     # share of writes whose watch event is never sent
     update_conflict_rate: float = 0.0  # share of client pod updates/patches answered 409
+    # Every watch stream, open or opened, says nothing (no event, no bookmark, no end) while
+    # on, its connection held open: a hung API server or a blackholed connection (issue 22).
+    # Off again, each goes on from where it stopped.
+    silent_watches: bool = False
     seed: int = 0
     _rng: random.Random = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _knob_changed: threading.Condition = field(default_factory=threading.Condition, repr=False,
+                                               compare=False)
 
     def __post_init__(self):
         self._rng = random.Random(self.seed)
@@ -44,8 +50,17 @@ class Faults:
             kind = type(getattr(self, name))
             if kind is str and not isinstance(value, str):
                 raise ValueError(f"fault knob {name} takes a string, not {value!r}")
+            if kind is bool and not isinstance(value, bool):
+                raise ValueError(f"fault knob {name} takes true or false, not {value!r}")
             setattr(self, name, kind(value))
+        with self._knob_changed:
+            self._knob_changed.notify_all()
         return self.knobs()
+
+    def hold_while_silent(self) -> None:
+        """Consulted by a watch before it writes anything: waits while watches are silent."""
+        with self._knob_changed:
+            self._knob_changed.wait_for(lambda: not self.silent_watches)
 
     def knobs(self) -> dict:
         return {k: getattr(self, k) for k in _KNOBS}
@@ -83,7 +98,8 @@ class Faults:
 
 
 _KNOBS = ("bind_failure_rate", "bind_failure_code", "bind_delay", "binding_refusal_rate",
-          "binding_refused_namespaces", "lose_event_rate", "update_conflict_rate")
+          "binding_refused_namespaces", "lose_event_rate", "update_conflict_rate",
+          "silent_watches")
 
 POLICY = "simcluster-deny-binding"
 

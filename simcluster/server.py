@@ -426,8 +426,13 @@ class Handler(BaseHTTPRequestHandler):
                            _truthy(self.query.get("allowWatchBookmarks", "")), timeout,
                            _truthy(self.query.get("sendInitialEvents", "")))
         self.start_chunked()
-        clean = serve_watch(self.api.store, ctx.watchers, req, self.send_chunks,
+
+        def send(pieces):
+            ctx.faults.hold_while_silent()
+            self.send_chunks(pieces)
+        clean = serve_watch(self.api.store, ctx.watchers, req, send,
                             ctx.settings.bookmark_interval)
+        ctx.faults.hold_while_silent()      # a silent server does not end its streams either
         if clean:
             self.end_chunked()
         else:

@@ -4,6 +4,7 @@ through its handler and answer.
 The protocol (batches, deadlines, replies) is dashboard.wire.requests'; here only what the
 owner makes of a command.
 """
+import functools
 import logging
 import time
 from typing import Callable
@@ -23,15 +24,21 @@ class CommandServer:
 
     handlers: op -> handler(args, actor); the return value (JSON-serializable) is
     the result; raising CommandError refuses with its status; anything else is a 500.
+    With a `fence` (RedisFence) and the owner's `term`, replies go out only while that
+    term is current: an owner frozen holding popped commands cannot, once another owner
+    took its lease, tell their callers "done" for what the new leader never saw (they
+    hear nothing: 503, as from no owner).
     """
 
     def __init__(self, handlers: dict[str, Callable[[dict, str], object]], client=None,
-                 clock=time.time):
+                 clock=time.time, fence=None, term: int | None = None):
         self.handlers = handlers
         self.requests = RequestServer(client or redis_client(settings.REDIS_URL),
                                       OWNER_REPLY_PREFIX, what="command",
                                       parse=Command.from_request, handle=self._handle,
-                                      clock=clock)
+                                      clock=clock,
+                                      push=(functools.partial(fence.push_replies, term)
+                                            if fence is not None else None))
 
     def serve(self, timeout: float, limit: int = 1000) -> int:
         """Wait up to `timeout` seconds for a command, then take up to `limit` queued ones

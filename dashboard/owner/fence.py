@@ -7,7 +7,7 @@ every batch the owner writes first re-checks it with a conditional UPDATE in the
 transaction. The UPDATE locks the row until the commit, so a taking waits for a write
 under way and a write after a taking finds the term moved: one or the other, never both.
 Redis holds a copy of the term (the lease's `:term` key) for the writes that land there
-(the sequence counter, the status, the channel layer's sends): a Lua script checks it
+(the sequence counter, the status, the channel layer's sends, the replies to commands): a Lua script checks it
 and writes in one step. An emptied Redis has no copy: those writes wait until the owner
 has proven, by the database's term, that nobody led since, and set the copy again.
 """
@@ -22,6 +22,17 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 for i = 2, #ARGV, 3 do
     if ARGV[i + 2] == '0' then redis.call('SET', ARGV[i], ARGV[i + 1])
     else redis.call('SET', ARGV[i], ARGV[i + 1], 'EX', ARGV[i + 2]) end
+end
+return 1
+"""
+
+# KEYS[1]: the term's copy; ARGV[1]: the replier's term, ARGV[2]: the replies' ttl, then
+# (reply list, reply) pairs.
+_PUSH_IF_TERM = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+for i = 3, #ARGV, 2 do
+    redis.call('LPUSH', ARGV[i], ARGV[i + 1])
+    redis.call('EXPIRE', ARGV[i], ARGV[2])
 end
 return 1
 """
@@ -61,10 +72,6 @@ def take_term() -> int:
     return row.term
 
 
-def current_term() -> int:
-    return LeaseTerm.objects.filter(pk=1).values_list("term", flat=True).first() or 0
-
-
 def hold_term(term: int):
     """Inside a write's transaction, first: lock the term's row if it is still `term`
     (the write then commits before any taking), else raise StaleTerm (rolling it back)."""
@@ -81,6 +88,7 @@ class RedisFence:
         self.term_key = term_key
         self._set_if_term = client.register_script(_SET_IF_TERM)
         self._mirror = client.register_script(_MIRROR)
+        self._push_if_term = client.register_script(_PUSH_IF_TERM)
 
     def mirror(self, token: str, term: int) -> bool:
         """Set Redis's copy of the term, if the lease holds `token` (else False)."""
@@ -93,3 +101,13 @@ class RedisFence:
         for key, (value, ttl) in values.items():
             args += [key, value, int(ttl)]
         return bool(self._set_if_term(keys=[self.term_key], args=args))
+
+    def push_replies(self, term: int, replies: list, ttl: int) -> bool:
+        """LPUSH each (list key, reply) with its list expiring in `ttl` s, if `term` is
+        current; whether it did. A reply that a stale owner (frozen holding a popped
+        command) pushed would tell its caller "done" for a change the leader never saw.
+        Raises redis's errors while Redis is unreachable."""
+        args = [term, int(ttl)]
+        for key, reply in replies:
+            args += [key, reply]
+        return bool(self._push_if_term(keys=[self.term_key], args=args))

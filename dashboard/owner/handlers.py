@@ -39,7 +39,7 @@ class CommandHandlers:
 
     def assume(self, args, actor):
         """A pending pod assumed on a node, checked by the algorithm's filters unless
-        forced; the node's aggregates before and after."""
+        forced; the node's aggregates before and after, and the lease term it holds under."""
         node = args.get("node") or ""
         if not node:
             raise CommandError(400, "assume needs a node")
@@ -65,9 +65,10 @@ class CommandHandlers:
             self.changes.assume(placed, command_cause(actor), actor)
         except CacheError as exc:
             raise CommandError(409, str(exc)) from None
+        # The term goes with the pod's bind: the worker refuses it once another owner leads.
         return {"uid": uid, "namespace": meta.get("namespace"), "name": meta.get("name"),
                 "node": node, "forced_past": misfit, "before": before,
-                "after": self._aggregates(node)}
+                "after": self._aggregates(node), "term": self.owner.term}
 
     def finish_binding(self, args, actor):
         uid = self._uid(args)

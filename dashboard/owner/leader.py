@@ -30,7 +30,8 @@ from django.conf import settings
 from django.db import DatabaseError, connections
 from redis.exceptions import LockError, LockNotOwnedError
 
-from dashboard.owner.fence import RedisFence, current_term, take_term
+from dashboard.models import LeaseTerm
+from dashboard.owner.fence import RedisFence, take_term
 from dashboard.runtime.redis_outage import UNREACHABLE, RedisBackoff
 from dashboard.wire.keys import OWNER_LEASE, lease_term
 from dashboard.wire.lease import holder_name, lease_holder, lease_token
@@ -105,7 +106,7 @@ class LeaderLease:
         if not self.lock.acquire(blocking=False, token=self.token):
             return False
         try:
-            term = current_term()
+            term = LeaseTerm.current()
         except DatabaseError:
             self.release()      # unproven: another owner may have it meanwhile
             raise

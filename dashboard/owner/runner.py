@@ -22,7 +22,7 @@ from scheduling.registry import load_algorithm
 
 from dashboard.celery import app as celery_app
 from dashboard.kube import client as kube
-from dashboard.kube.binding import bind_once
+from dashboard.kube.binding import FORGET, bind_once
 from dashboard.models import Transition
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareRequest, newer
@@ -117,7 +117,9 @@ def build_owner(redis, writer, clock=time.time, lease: LeaderLease = None) -> Ca
     """The owner; with a `lease`, every write and publish of it fenced by the lease's term."""
     fenced = lease is not None
     owner = CacheOwner(Cache(ttl=settings.SCHEDVIEW_CACHE_TTL),
-                       command_server=CommandServer({}, client=redis), writer=writer,
+                       command_server=CommandServer(
+                           {}, client=redis, fence=lease.fence if fenced else None,
+                           term=lease.term if fenced else None), writer=writer,
                        publisher=Publisher(term_key=lease.term_key if fenced else None),
                        redis=redis, seq_base=last_seq(redis),
                        epoch=int(clock() * 1000), clock=clock,
@@ -129,9 +131,10 @@ def build_owner(redis, writer, clock=time.time, lease: LeaderLease = None) -> Ca
     return owner
 
 
-def publish_binds(batch):
-    """The extender's binds go out through the same Celery path as every other bind."""
-    celery_app.send_task(BIND_PODS, args=(batch,))
+def publish_binds(batch, term=None):
+    """The extender's binds go out through the same Celery path as every other bind,
+    with the lease term they were assumed under (the worker refuses a stale one)."""
+    celery_app.send_task(BIND_PODS, args=(batch,), kwargs={"term": term})
 
 
 def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
@@ -141,7 +144,9 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     owner's listener only."""
     algorithm = load_algorithm(settings.SCHEDVIEW_ALGORITHM, cache=owner.cache)
     extender = Extender(owner.cache, algorithm, PodScheduleStatuses(),
-                        schedule_bind or BindSender(publish_binds), watched_pod=owner.watched_pod,
+                        schedule_bind or BindSender(functools.partial(publish_binds,
+                                                                      term=owner.term)),
+                        watched_pod=owner.watched_pod,
                         changes=owner.changes)
     # An operator's or a tool's assume is checked by the same filters (when the algorithm
     # can say why a pod does not fit; the SchedulerAlgorithm interface does not require it).
@@ -156,10 +161,23 @@ def attach_extender(owner: CacheOwner, schedule_bind=None) -> Extender:
     return extender
 
 
-def listen_for_scheduler(calls: OwnerCalls):
+def fenced_binding(post_binding, held):
+    """kube-scheduler's bind verb posts its Binding from the listener's thread, after the
+    owner's thread assumed the pod: an owner frozen in between must not, woken with its
+    lease in doubt or lost, post a bind for an assumption the next leader never held."""
+    def post_while_held(uid, namespace, name, node):
+        if not held():
+            log.warning("bind %s/%s -> %s not posted: %s", namespace, name, node, IN_DOUBT)
+            return FORGET, f"not posted: {IN_DOUBT}"
+        return post_binding(uid, namespace, name, node)
+    return post_while_held
+
+
+def listen_for_scheduler(calls: OwnerCalls, held=None):
     """The owner's own extender listener on SCHEDVIEW_EXTENDER_ADDRESS, serving; None
     (logged) while the address is taken or its TLS files are unusable: the owner keeps
-    the cache, and the loop tries again after LISTEN_RETRY."""
+    the cache, and the loop tries again after LISTEN_RETRY. With `held` (the lease's
+    held()), its binds are posted only while it says so."""
     address = settings.SCHEDVIEW_EXTENDER_ADDRESS
     try:
         tls = (ExtenderTLS(settings.SCHEDVIEW_EXTENDER_CERT, settings.SCHEDVIEW_EXTENDER_KEY,
@@ -167,6 +185,8 @@ def listen_for_scheduler(calls: OwnerCalls):
                if settings.SCHEDVIEW_EXTENDER_CERT else None)
         post_binding = functools.partial(bind_once,
                                          timeout=settings.SCHEDVIEW_EXTENDER_BIND_TIMEOUT)
+        if held is not None:
+            post_binding = fenced_binding(post_binding, held)
         listener = ExtenderListener(address, calls, settings.SCHEDVIEW_EXTENDER_TIMEOUT,
                                     post_binding=post_binding, tls=tls)
     except OSError as exc:
@@ -242,8 +262,9 @@ class SchedulerDoor:
     thread first finds the lease in doubt (the renewal's, even while the owner's thread is
     busy), so the port is free for the next leader at once."""
 
-    def __init__(self, calls: OwnerCalls):
+    def __init__(self, calls: OwnerCalls, held=None):
         self.calls = calls
+        self.held = held        # the lease's held(), which fences the listener's binds
         self._listener = None
         self._open_at = 0.0
         self._lock = threading.Lock()
@@ -252,7 +273,7 @@ class SchedulerDoor:
         """Listen, unless listening already or a failed try was too recent."""
         with self._lock:
             if self._listener is None and now >= self._open_at:
-                self._listener = listen_for_scheduler(self.calls)
+                self._listener = listen_for_scheduler(self.calls, self.held)
                 self._open_at = now + LISTEN_RETRY
 
     def close(self, why: str = ""):
@@ -296,7 +317,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
                         seen=lambda uid: owner.watched_pod(uid) is not None,
                         unseen_wait=settings.SCHEDVIEW_EXTENDER_UNSEEN_WAIT)
              if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
-    door = SchedulerDoor(calls) if calls is not None else None
+    door = (SchedulerDoor(calls, lease.held if lease is not None else None)
+            if calls is not None else None)
     if lease is not None:
         lease.start_renewing(on_doubt=functools.partial(door.close, IN_DOUBT) if door else None)
     try:

@@ -11,8 +11,9 @@ to the server's queue (a list) and, when it wants the reply, BLPOPs the list
     {"ok": true, "result": ...}   or   {"ok": false, "status": 409, "error": "..."}
 
 (a refusal may add "retry_after": seconds). The server takes queued requests in
-batches and pushes the replies of a batch in one pipeline, each list expiring
-REPLY_TTL seconds later so that a reply whose caller gave up does not stay.
+batches and pushes the replies of a batch in one step (a pipeline; a fenced server's
+script, which may withhold them), each list expiring REPLY_TTL seconds later so that a
+reply whose caller gave up does not stay.
 
 Deadlines: a request carries the wall-clock time after which it must not run (a
 stale request applied late would be wrong), and the server drops it unanswered. A
@@ -233,8 +234,12 @@ class RequestServer:
     """
 
     def __init__(self, client: redis.Redis, reply_prefix: str, *, what: str,
-                 parse: Callable, handle: Callable, clock=time.time):
+                 parse: Callable, handle: Callable, clock=time.time,
+                 push: Callable[[list, int], bool] | None = None):
         self.client = client
+        # push([(reply list, reply JSON)], ttl) -> whether they went out: a fenced server's
+        # pushes only while it may still answer (the owner's, under its lease term).
+        self.push = push or self._push
         self.reply_prefix = reply_prefix
         self.what = what
         self.parse = parse
@@ -253,12 +258,11 @@ class RequestServer:
             if answer is not None:
                 replies.append(answer)
         if replies and lost is None:
-            pipe = self.client.pipeline(transaction=False)
-            for request_id, body in replies:
-                key = self.reply_prefix + request_id
-                pipe.lpush(key, body)
-                pipe.expire(key, REPLY_TTL)
-            pipe.execute()
+            pushed = self.push([(self.reply_prefix + request_id, body)
+                                for request_id, body in replies], REPLY_TTL)
+            if not pushed:
+                log.warning("withheld %d %s repl(ies): this server may no longer answer",
+                            len(replies), self.what)
         if lost is not None:
             raise lost
         return len(taken)
@@ -266,14 +270,24 @@ class RequestServer:
     def reply(self, request_id: str, reply: Reply) -> None:
         """Answer one request now (one that `handle` left to answer later). Redis failing
         it is logged: its caller then hears nothing, as after a deadline."""
-        key = self.reply_prefix + request_id
-        pipe = self.client.pipeline(transaction=False)
-        pipe.lpush(key, self._encoded(request_id, reply))
-        pipe.expire(key, REPLY_TTL)
         try:
-            pipe.execute()
+            pushed = self.push([(self.reply_prefix + request_id,
+                                 self._encoded(request_id, reply))], REPLY_TTL)
         except redis.RedisError as error:
             log.error("could not reply to %s %s: %s", self.what, request_id, error)
+            return
+        if not pushed:
+            log.warning("withheld the reply to %s %s: this server may no longer answer",
+                        self.what, request_id)
+
+    def _push(self, replies: list, ttl: int) -> bool:
+        """The push of a server nothing fences: one pipeline, always out."""
+        pipe = self.client.pipeline(transaction=False)
+        for key, body in replies:
+            pipe.lpush(key, body)
+            pipe.expire(key, ttl)
+        pipe.execute()
+        return True
 
     def _take(self, queues, timeout, limit):
         """([(queue, raw request)], the outage met once some were taken, or None)."""

@@ -20,12 +20,19 @@ would leave the pod assumed, its binding never finished). A bind task stops with
 that time (BIND_TIME_LIMIT), so it never runs while its message is handed out again;
 pods a batch had no time for are retried. Running a bind twice is still harmless: the
 second POST gets 409 and the read-back (dashboard.kube.binding) decides.
+
+Fencing: a bind carries the lease term of the owner that assumed its pods (the owner's
+extender binds and the web's, from the assume's reply). A term that is no longer the
+database's belongs to an owner that lost its lease (frozen, then woken): the new leader
+never held those assumptions, so the bind is refused before its POST and nobody is told
+(a forget would reach the new leader, which may have assumed the pod itself).
 """
 import logging
 
 from celery.exceptions import Reject, SoftTimeLimitExceeded
 from celery.utils.time import get_exponential_backoff_interval
 from django.conf import settings
+from django.db import DatabaseError
 
 # The app itself, not shared_task: a task sent from a process that never imported the app
 # (a test, a shell) must still go to its broker, not to Celery's unconfigured default.
@@ -33,6 +40,7 @@ from dashboard.celery import app
 from dashboard.clients import owner_client
 from dashboard.clients.owner_client import finish_command, forget_command, settle_binds
 from dashboard.kube.binding import FINISH, FORGET, RETRY, bind_once
+from dashboard.models import LeaseTerm
 from dashboard.readmodel import health
 from dashboard.wire.tasks import BIND_POD, BIND_PODS
 from dashboard.worker import history_retention, worker_probes  # noqa: F401  (its signals serve the probes)
@@ -45,6 +53,7 @@ BIND_TIME_LIMIT = (settings.SCHEDVIEW_BIND_REDELIVERY * 0.6,
                    settings.SCHEDVIEW_BIND_REDELIVERY * 0.8)
 BACKOFF_MAX = 2.0        # seconds: the longest pause between two attempts
 OUT_OF_TIME = "the bind task ran out of time"
+STALE = "stale"          # the outcome of a bind refused for its stale lease term
 
 BIND_TASK = dict(bind=True, ignore_result=True, acks_late=True, reject_on_worker_lost=True,
                  soft_time_limit=BIND_TIME_LIMIT[0], time_limit=BIND_TIME_LIMIT[1])
@@ -75,15 +84,42 @@ def retry_or_give_up(task, cause: str, **retry_options) -> str:
         return f"; could not queue attempt {attempt + 1}: {e.reason}"
 
 
+def fenced_out(task, term: int | None, pods: list) -> str | None:
+    """None when `pods`' binds may be posted; else what became of them: STALE (refused)
+    or FORGET. `term` None: assumed by an owner without a lease (one owner alone),
+    nothing to check. A database that cannot tell the term now is Celery's retry of the
+    task; with none left, the pods are forgotten."""
+    if term is None:
+        return None
+    try:
+        current = LeaseTerm.current()
+    except DatabaseError as error:
+        cause = f"cannot read the lease's term: {error}"
+        cause += retry_or_give_up(task, cause)
+        settle_binds([_forget(pod[0], pod[3], cause) for pod in pods])
+        return FORGET
+    if current == term:
+        return None
+    log.warning("refused %d bind(s) of lease term %d: the term is %d now (another owner "
+                "took the lease; it holds none of their assumptions)", len(pods), term,
+                current)
+    return STALE
+
+
 def _forget(uid: str, node: str, reason: str) -> tuple:
     log.warning("bind %s -> %s: forgetting: %s", uid, node, reason)
     return forget_command(uid, node, reason)
 
 
 @app.task(name=BIND_POD, **BIND_TASK)
-def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
-    """Bind one assumed pod and tell the owner; returns "finish" or "forget" (what the
-    owner was told). A bind to try again is Celery's retry of this task."""
+def bind_pod(self, uid: str, namespace: str, name: str, node: str,
+             term: int | None = None) -> str:
+    """Bind one assumed pod, assumed under lease `term`, and tell the owner; returns
+    "finish" or "forget" (what the owner was told), or "stale" (nothing posted, nobody
+    told). A bind to try again is Celery's retry of this task."""
+    refused = fenced_out(self, term, [[uid, namespace, name, node]])
+    if refused:
+        return refused
     try:
         outcome, reason = bind_once(uid, namespace, name, node)
     except SoftTimeLimitExceeded:
@@ -101,11 +137,15 @@ def bind_pod(self, uid: str, namespace: str, name: str, node: str) -> str:
 
 
 @app.task(name=BIND_PODS, **BIND_TASK)
-def bind_pods(self, batch: list) -> dict:
-    """Bind many assumed pods, [[uid, namespace, name, node], ...], in one task: one
-    Celery message and one RPUSH of their commands instead of one of each per pod.
-    The pods to try again (failures, and those left when the task's time ran out) are
-    Celery's retry of this task with them alone. Returns outcome counts."""
+def bind_pods(self, batch: list, term: int | None = None) -> dict:
+    """Bind many assumed pods, [[uid, namespace, name, node], ...], assumed under lease
+    `term`, in one task: one Celery message and one RPUSH of their commands instead of
+    one of each per pod. The pods to try again (failures, and those left when the task's
+    time ran out) are Celery's retry of this task with them alone. Returns outcome counts
+    (one outcome for them all when fenced_out refused them)."""
+    refused = fenced_out(self, term, batch)
+    if refused:
+        return {refused: len(batch)}
     commands, again = [], []          # again: (pod, why it failed)
     counts = {FINISH: 0, FORGET: 0, RETRY: 0}
     tried = 0     # counted last: a pod the time limit cut short is tried again, never lost

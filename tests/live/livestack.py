@@ -10,8 +10,10 @@ import orjson
 import urllib3
 from django.conf import settings
 from django.db import connection
+from kubernetes import client, config
 
 from dashboard.clients.owner_client import send
+from dashboard.models import PodRecord
 from dashboard.wire.clients import redis_client
 from dashboard.wire.commands import CommandError
 from tests.children import spawn, stop
@@ -180,3 +182,31 @@ def _synced():
     except Exception:
         return None
     return status if status["synced"] and status["feed_backlog"] == 0 else None
+
+
+def cluster_pods(stack) -> dict:
+    """uid -> the node the cluster binds the pod to ("" for none), as the API server says."""
+    api = client.CoreV1Api(config.new_client_from_config(
+        config_file=stack.env["SCHEDVIEW_KUBECONFIG"]))
+    return {p.metadata.uid: p.spec.node_name or "" for p in
+            api.list_pod_for_all_namespaces().items}
+
+
+def pod_rows() -> dict:
+    """uid -> (state, node) of every pod row the pages show (the test's database)."""
+    return {uid: (state, node) for uid, state, node in
+            PodRecord.objects.values_list("uid", "state", "node")}
+
+
+def rows_against_cluster(rows: dict, pods: dict) -> list:
+    """Where the pages' pod rows (uid -> (state, node)) disagree with the cluster's pods
+    (cluster_pods): [(uid, the row or None, the cluster's node or None)]. A bound pod's row
+    is Added on its node; an unbound one's is anything else; no row of a pod the cluster
+    no longer has."""
+    wrong = []
+    for uid in rows.keys() | pods.keys():
+        row, node = rows.get(uid), pods.get(uid)
+        if row is None or node is None or (row[0] == "Added") != bool(node) or (
+                node and row[1] != node):
+            wrong.append((uid, row, node))
+    return sorted(wrong, key=str)

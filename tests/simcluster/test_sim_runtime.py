@@ -13,6 +13,7 @@ import orjson
 import pytest
 from kubernetes import watch
 from kubernetes.client.rest import ApiException
+from urllib3.exceptions import ProtocolError, ReadTimeoutError
 
 from tests.simcluster.simhelpers import Raw, pending_pod_body
 from tests.waiting import wait_for
@@ -79,11 +80,34 @@ def test_a_refused_binding_is_a_403_as_an_admission_policy_answers(sim, raw, v1)
     assert sim.pod("default", "r1")["spec"]["nodeName"] == node
 
 
+def test_silent_watches_say_nothing_until_the_knob_is_off(sim, v1):
+    """A hung API server (issue 22): the watch's connection stays open, and neither the
+    pod created meanwhile nor a bookmark reaches it; off again, the watch goes on."""
+    sim.settings.bookmark_interval = 0.1
+    rv = v1.list_namespaced_pod("default").metadata.resource_version
+    sim.faults.update(silent_watches=True)
+    v1.create_namespaced_pod("default", pending_pod_body("hushed"))
+    heard = []
+    with pytest.raises((ReadTimeoutError, ProtocolError)):
+        for event in watch.Watch().stream(v1.list_namespaced_pod, "default",
+                                          resource_version=rv, allow_watch_bookmarks=True,
+                                          timeout_seconds=5, _request_timeout=(5, 1)):
+            heard.append(event["type"])
+    assert heard == []
+    sim.faults.update(silent_watches=False)
+    events = [e["object"].metadata.name for e in watch.Watch().stream(
+        v1.list_namespaced_pod, "default", resource_version=rv, timeout_seconds=1)]
+    assert events == ["hushed"]
+
+
 def test_fault_knobs_refuse_bad_values(sim, raw):
     resp, data = raw.call("POST", "/simcluster/v1/faults",
                           {"binding_refused_namespaces": ["default"]})
     assert resp.status == 400 and b"takes a string" in data
     assert sim.faults.binding_refused_namespaces == ""
+    resp, data = raw.call("POST", "/simcluster/v1/faults", {"silent_watches": "yes"})
+    assert resp.status == 400 and b"takes true or false" in data
+    assert sim.faults.silent_watches is False
 
 
 def test_lost_events_change_the_store_but_never_reach_watchers(sim, v1):

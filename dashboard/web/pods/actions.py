@@ -28,7 +28,8 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
     The owner refuses (409, with the reason) a pod that does not fit on the node by the
     scheduling algorithm's filters, unless `force`: the audit then says what was forced.
     Returns the owner's result ({"uid", "node", "forced_past", "before", "after"}: the
-    node's aggregates before and after) plus "task_id", the bind task's id.
+    node's aggregates before and after; "term": the lease term of the assumption, which
+    its bind carries) plus "task_id", the bind task's id.
     """
     args = {"namespace": namespace, "name": name, "node": node, "force": force,
             **_asked(reason, via)}
@@ -40,7 +41,8 @@ def schedule_pod(namespace: str, name: str, node: str, actor: str, *, force: boo
         raise
     uid = result["uid"]
     try:
-        task = celery_app.send_task(BIND_POD, args=(uid, namespace, name, node))
+        task = celery_app.send_task(BIND_POD, args=(uid, namespace, name, node),
+                                    kwargs={"term": result.get("term")})
     except Exception as e:
         error = _unqueued(uid, node, e, actor)
         _audit(actor, "schedule", uid, node, error, {**args, "status": error.status})

@@ -3,6 +3,7 @@ web's client (dashboard.clients.owner_client) and the owner's server (dashboard.
 import logging
 import threading
 import time
+import uuid
 
 import orjson
 import pytest
@@ -11,6 +12,7 @@ from django.conf import settings
 from dashboard.clients.owner_client import send, send_many
 from dashboard.owner import commands
 from dashboard.owner.commands import CommandServer
+from dashboard.owner.fence import RedisFence
 from dashboard.wire import requests
 from dashboard.wire.clients import redis_client
 from dashboard.wire.commands import Command, CommandError, OwnerUnavailable
@@ -307,3 +309,39 @@ def test_redis_client_is_one_per_process_and_url(redis_url):
     assert client is redis_client(redis_url)
     assert client is not redis_client("redis://127.0.0.1:1/0")
     assert client.ping()
+
+
+# -- fenced replies ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("term_now, answered", [
+    (b"7", True),        # the replier's term is the lease's
+    (b"8", False),       # another owner took the lease while it held the command
+    (None, False),       # an emptied Redis: unproven until the leader sets the copy again
+])
+def test_an_owner_replies_only_under_its_current_lease_term(rclient, caplog, term_now,
+                                                           answered):
+    """An owner frozen (SIGSTOP) holding a popped command must not, woken stale, tell its
+    caller "done" for what the new leader never saw: the reply does not go out, and the
+    caller hears what it hears from no owner."""
+    lease_key, term_key = f"test:fence:{uuid.uuid4().hex}", f"test:fence:{uuid.uuid4().hex}"
+    if term_now is not None:
+        rclient.set(term_key, term_now)
+    ran = []
+    server = CommandServer({"assume": lambda args, actor: ran.append(args) or "assumed"},
+                           fence=RedisFence(rclient, lease_key, term_key), term=7)
+    msg = command("assume", {"name": "p"})
+    rclient.rpush(OWNER_COMMANDS, msg.to_json())
+    try:
+        with caplog.at_level(logging.WARNING, requests.__name__):
+            assert server.serve(timeout=1) == 1
+    finally:
+        rclient.delete(term_key)
+    assert ran == [{"name": "p"}]
+    ttl = rclient.ttl(owner_reply(msg.id))
+    reply = rclient.lpop(owner_reply(msg.id))
+    if answered:
+        assert orjson.loads(reply) == {"ok": True, "result": "assumed"}
+        assert 0 < ttl <= REPLY_TTL
+    else:
+        assert reply is None
+        assert any("withheld 1 command" in r.getMessage() for r in caplog.records)

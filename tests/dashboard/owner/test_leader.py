@@ -11,9 +11,9 @@ import redis
 from django.conf import settings
 from django.db import OperationalError, connections
 
+from dashboard.models import LeaseTerm
 from dashboard.management.commands import watch
 from dashboard.owner import runner
-from dashboard.owner.fence import current_term
 from dashboard.owner.leader import LeaderLease
 from dashboard.runtime.redis_outage import RedisBackoff, loop_client
 from dashboard.wire.clients import redis_client
@@ -98,9 +98,9 @@ def test_the_durations_default_to_client_gos():
 def test_every_taking_bumps_the_term_in_the_database_and_its_copy_in_redis(key):
     a, b = lease(key, "a"), lease(key, "b")
     assert a.try_acquire()
-    assert current_term() == a.term
+    assert LeaseTerm.current() == a.term
     a.release()
-    assert b.try_acquire() and b.term == a.term + 1 == current_term()
+    assert b.try_acquire() and b.term == a.term + 1 == LeaseTerm.current()
     assert int(redis_client(settings.REDIS_URL).get(b.term_key)) == b.term
 
 
@@ -110,7 +110,7 @@ def test_a_lease_that_expired_with_nobody_taking_it_is_taken_back_under_its_term
     term = a.term
     expired(key)
     assert a.renew() and a.held()
-    assert a.term == term == current_term() and a.holder().startswith("a:")
+    assert a.term == term == LeaseTerm.current() and a.holder().startswith("a:")
 
 
 def test_an_emptied_redis_is_no_takeover(key):

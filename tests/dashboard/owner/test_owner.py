@@ -109,6 +109,13 @@ def test_assume_refusals_change_nothing(owner, args, status):
     assert owner.cache.event_seq == seq
 
 
+def test_an_assume_names_the_lease_term_its_bind_must_carry(owner):
+    owner.term = 3
+    synced(owner, nodes("n1"), [pod("w")])
+    assert command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"},
+                   "alice")["term"] == 3
+
+
 def test_assume_twice_is_a_conflict(owner):
     synced(owner, nodes("n1"), [pod("w")])
     command(owner, "assume", {"namespace": "team", "name": "w", "node": "n1"}, "alice")

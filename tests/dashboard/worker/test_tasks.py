@@ -8,12 +8,14 @@ import time
 import pytest
 from celery.contrib.testing.worker import start_worker
 from celery.exceptions import SoftTimeLimitExceeded
+from django.db import OperationalError
 
 from simcluster import SimCluster
 from simcluster.generate import generate_cluster, make_pod
 from simcluster.status import ApiError
 
 from dashboard.celery import app
+from dashboard.models import LeaseTerm
 from dashboard.owner.extender import bindsender
 from dashboard.owner.extender.bindsender import BindSender
 from dashboard.owner.runner import publish_binds
@@ -415,3 +417,56 @@ def test_beat_schedule(settings):
 def test_bind_tasks_are_acknowledged_after_they_ran():
     for task in (tasks.bind_pod, tasks.bind_pods):
         assert task.acks_late and task.reject_on_worker_lost and task.ignore_result
+
+
+# -- fencing: a bind carries the lease term its pods were assumed under ------------------------
+
+def lease_term_is(term):
+    LeaseTerm.objects.update_or_create(pk=1, defaults={"term": term})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("term_now, posted", [(4, True), (5, False)])
+def test_a_bind_is_posted_only_under_the_term_its_pod_was_assumed_in(
+        kube, rclient, nodes, binds, term_now, posted):  # noqa: F811
+    """A bind queued by an owner that lost its lease since (frozen, then woken) is for an
+    assumption the new leader does not hold: no POST, and nobody told (a forget would
+    reach the new leader, which may hold an assumption of its own for the pod)."""
+    lease_term_is(term_now)
+    one = tasks.bind_pod("uid-p4", NS, "p4", nodes[0], term=4)
+    batch = tasks.bind_pods([["uid-p5", NS, "p5", nodes[1]], ["uid-p6", NS, "p6", nodes[2]]],
+                            term=4)
+    if posted:
+        assert (one, batch) == ("finish", {"finish": 2, "forget": 0, "retry": 0})
+        assert binds == ["p4", "p5", "p6"]
+        assert [m["op"] for m in queued(rclient)] == ["finish_binding"] * 3
+    else:
+        assert (one, batch) == ("stale", {"stale": 2})
+        assert binds == [] and queued(rclient) == []
+        assert all(not kube.pod(NS, name)["spec"].get("nodeName")
+                   for name in ("p4", "p5", "p6"))
+
+
+def test_a_bind_whose_term_cannot_be_read_is_retried_then_forgotten(
+        kube, rclient, nodes, binds, settings, monkeypatch):  # noqa: F811
+    """Unproven is not stale: the database failing the term's read is a retry, and the
+    last attempt's failure forgets the pod with the cause, posting nothing."""
+    def down():
+        raise OperationalError("the connection is closed")
+
+    monkeypatch.setattr(LeaseTerm, "current", down)
+    settings.SCHEDVIEW_BIND_ATTEMPTS = 1
+    assert tasks.bind_pod("uid-p7", NS, "p7", nodes[0], term=4) == "forget"
+    [msg] = queued(rclient)
+    assert msg["op"] == "forget" and msg["args"]["uid"] == "uid-p7"
+    assert "cannot read the lease's term: the connection is closed" in msg["args"]["reason"]
+    assert binds == []
+
+
+def test_the_owners_binds_carry_its_term(monkeypatch):
+    """runner.publish_binds, the extender's path to the worker, names the term."""
+    sent = []
+    monkeypatch.setattr(app, "send_task", lambda name, **kw: sent.append((name, kw)))
+    publish_binds([["u", NS, "p", "n"]], term=9)
+    assert sent == [(tasks.bind_pods.name, {"args": ([["u", NS, "p", "n"]],),
+                                            "kwargs": {"term": 9}})]

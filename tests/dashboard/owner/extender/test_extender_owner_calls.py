@@ -13,6 +13,7 @@ from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
 from dashboard.clients.owner_client import send
+from dashboard.kube.binding import FINISH, FORGET
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.extender.listener import ExtenderListener
 from dashboard.owner.extender.owner_calls import OwnerCalls
@@ -21,6 +22,7 @@ from dashboard.owner.runner import (
     COMMAND_PERIOD,
     FEED_CHUNK,
     attach_extender,
+    fenced_binding,
     listen_for_scheduler,
     step,
 )
@@ -232,3 +234,17 @@ def test_over_http_an_unseen_pod_is_answered_once_shown_or_refused_after_the_wai
             "the owner's watch did not show it within 1 s")
         assert f"extender filter refused (pod default/fit-1 ({uid})): pod default/fit-1" \
             in caplog.text
+
+
+@pytest.mark.parametrize("held, posted", [(True, True), (False, False)])
+def test_the_listeners_binds_are_posted_only_while_the_lease_is_held(held, posted):
+    """An owner frozen between the bind verb's assume and its POST wakes with its lease in
+    doubt (or lost): the Binding is not posted, and kube-scheduler hears it failed."""
+    sent = []
+
+    def post(*pod):
+        sent.append(pod)
+        return FINISH, ""
+    outcome = fenced_binding(post, lambda: held)("u", "ns", "p", "n")
+    assert sent == ([("u", "ns", "p", "n")] if posted else [])
+    assert outcome[0] == (FINISH if posted else FORGET)

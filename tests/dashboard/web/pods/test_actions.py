@@ -1,5 +1,6 @@
 """The actions: commands to a stand-in owner, binds through a real worker, audit rows."""
 import logging
+from types import SimpleNamespace
 
 import pytest
 from django.db import DatabaseError
@@ -9,6 +10,7 @@ from dashboard.celery import app as celery_app
 from dashboard.models import AuditAction
 from dashboard.web.pods import actions
 from dashboard.wire.commands import CommandError, OwnerUnavailable
+from dashboard.wire.tasks import BIND_POD
 from tests.dashboard.owner.test_commands import ServerThread, rclient  # noqa: F401  (fixtures)
 from tests.dashboard.worker.test_tasks import NS, cluster_data, kube, nodes, sim, worker  # noqa: F401
 
@@ -24,6 +26,7 @@ class FakeOwner(ServerThread):
 
     def __init__(self, refuse=None):
         self.refuse = refuse or {}
+        self.term = None          # the lease term its assumptions hold under
         super().__init__({"assume": self.assume, "forget": self.forget,
                           "expire": self.expire},
                          ops=("finish_binding",))
@@ -36,7 +39,7 @@ class FakeOwner(ServerThread):
         self._refusal(args["name"])
         return {"uid": f"uid-{args['name']}", "namespace": args["namespace"],
                 "name": args["name"], "node": args["node"],
-                "before": aggregates(1), "after": aggregates(2)}
+                "before": aggregates(1), "after": aggregates(2), "term": self.term}
 
     def forget(self, args, actor):
         self._refusal(args["uid"])
@@ -82,6 +85,17 @@ def test_schedule_pod_assumes_binds_and_audits(worker, kube, owner, nodes):  # n
             record.message) == ("alice", "schedule", "uid-p0", nodes[1], True, "")
     assert record.details["task_id"] == result["task_id"]
     assert record.details["after"] == aggregates(2) and record.details["name"] == "p0"
+
+
+def test_the_bind_carries_the_term_of_its_assumption(owner, monkeypatch):
+    """The worker refuses the bind once another owner took the lease (test_tasks)."""
+    queued = []
+    monkeypatch.setattr(celery_app, "send_task",
+                        lambda name, **kw: queued.append((name, kw)) or SimpleNamespace(id="t"))
+    owner.term = 12
+    actions.schedule_pod(NS, "p3", "node-a", actor="alice")
+    assert queued == [(BIND_POD, {"args": ("uid-p3", NS, "p3", "node-a"),
+                                  "kwargs": {"term": 12}})]
 
 
 @pytest.mark.parametrize("owner", [{"p1": (409, "pod uid-p1 is already Assumed")}],
