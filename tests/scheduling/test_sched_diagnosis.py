@@ -118,9 +118,9 @@ def test_each_node_says_its_first_refusing_filter_with_the_amounts():
     nodes = {v.node: v for v in _diagnose("cpu").verdicts}
     assert nodes["cordoned-0"].filter == "NodeUnschedulable"
     assert nodes["gpu-0"].details == ["node(s) had untolerated taint {nvidia.com/gpu: present}"]
-    assert nodes["infra-0"].reasons == [dx.UNTOLERATED_TAINTS]
+    assert nodes["infra-0"].reasons == (dx.UNTOLERATED_TAINTS,)
     assert nodes["small-1"].details == ["Insufficient cpu: asks 64, 0.4 free of 4"]
-    assert nodes["tiny-0"].reasons == ["Too many pods", "Insufficient cpu"]
+    assert nodes["tiny-0"].reasons == ("Too many pods", "Insufficient cpu")
     assert nodes["tiny-0"].details[0] == "Too many pods: 1 of 1 pods placed"
     assert not nodes["small-1"].resolvable      # 64 cpu is more than the node has at all
 
@@ -179,8 +179,8 @@ def test_a_placed_pods_anti_affinity_keeps_the_pod_out_of_its_zone():
     pod["spec"].pop("nodeSelector")
     pod["metadata"]["labels"] = {"app": "web"}
     nodes = {v.node: v for v in diagnoser.diagnose(pod).verdicts}
-    assert nodes["small-2"].reasons == ["node(s) didn't satisfy existing pods anti-affinity rules"]
-    assert nodes["tiny-0"].reasons == ["Too many pods"]
+    assert nodes["small-2"].reasons == ("node(s) didn't satisfy existing pods anti-affinity rules",)
+    assert nodes["tiny-0"].reasons == ("Too many pods",)
     pod["metadata"]["namespace"] = "elsewhere"      # the term covers db-0's namespace only
     assert "small-2" in diagnoser.diagnose(pod).feasible
 
@@ -205,7 +205,7 @@ def test_the_placed_pods_index_follows_pods_and_nodes_between_diagnoses():
                   requests={"cpu": "100m"}, uid="uid-db-1")
     cache.add_pod(db)
     refused = {v.node: v.reasons for v in diagnoser.diagnose(pod).verdicts}
-    assert refused["small-0"] == ["node(s) didn't match pod anti-affinity rules"]
+    assert refused["small-0"] == ("node(s) didn't match pod anti-affinity rules",)
     cache.remove_pod(db)
     assert "small-0" in diagnoser.diagnose(pod).feasible
     cache.remove_pod(cache.get_pod({"metadata": {"uid": "uid-db-0"}}))
