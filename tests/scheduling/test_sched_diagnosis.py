@@ -15,31 +15,37 @@ from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES, PRIORITIES
 
 
-def _cluster():
+# The recording's namespace held no PersistentVolumeClaim (its README).
+CLAIMS = frozenset()
+
+
+def _cluster(claims=CLAIMS):
     cache = Cache(ttl=0)
     for recorded in CASES["nodes_before"]:
         cache.add_node(why.node(recorded))
     for pod in why.placed_pods():
         cache.add_pod(pod)
-    return cache, dx.Diagnoser(cache)
+    return cache, dx.Diagnoser(cache, claims)
 
 
-def _diagnose(name):
-    cache, diagnoser = _cluster()
+def _diagnose(name, claims=CLAIMS):
+    cache, diagnoser = _cluster(claims)
     return diagnoser.diagnose(why.pending(BY_NAME[name]))
 
 
 def _filter_part(message):
-    return message.split(" no new claims to deallocate, ")[0]
+    """The message without its post-filter part (after the filters' reasons, or after a
+    PreFilter refusal's sentence)."""
+    return message.split(" no new claims to deallocate, ")[0].removesuffix(
+        f" {dx.CLAIM_POST_FILTER}")
 
 
-REFUSED = [c["case"] for c in CASES["cases"] if c["pod_scheduled"]["status"] == "False"
-           and c["case"] != "missing-pvc"]
+REFUSED = [c["case"] for c in CASES["cases"] if c["pod_scheduled"]["status"] == "False"]
 
 
 def test_the_recording_holds_the_cases_the_readme_lists():
     assert len(CASES["cases"]) == 16 and CASES["kube_scheduler"].startswith("v1.36.2")
-    assert len(REFUSED) == 13     # all but spread, preempt-helps (placed), missing-pvc
+    assert len(REFUSED) == 14     # all but spread and preempt-helps (placed)
 
 
 @pytest.mark.parametrize("name", REFUSED)
@@ -105,11 +111,29 @@ def test_the_spread_case_fits_where_kube_scheduler_placed_it():
     assert diagnosis.preemption is None
 
 
-def test_a_missing_claim_is_named_as_unchecked_not_guessed():
-    """missing-pvc: kube-scheduler refused it before any node (`persistentvolumeclaim
-    "no-such-claim" not found`); the cache holds no claims, so the diagnosis says so."""
+def test_a_missing_claim_refuses_every_node_before_any_filter():
+    """missing-pvc: VolumeBinding's PreFilter refused it before any node was tried; every
+    node counts under that sentence, nothing is checked node by node, no dry run."""
     diagnosis = _diagnose("missing-pvc")
-    assert 'persistentvolumeclaim "no-such-claim"' in BY_NAME["missing-pvc"]["failed_scheduling"][-1]
+    refusal = 'persistentvolumeclaim "no-such-claim" not found'
+    assert not diagnosis.fits and diagnosis.verdicts == [] and diagnosis.preemption is None
+    [group] = diagnosis.reasons()
+    assert (group["reason"], group["count"]) == (refusal, 7)
+    assert sorted(group["nodes"]) == sorted(recorded["name"] for recorded in CASES["nodes_before"])
+    assert diagnosis.counts == {refusal: 7} and diagnosis.unchecked() == []
+
+
+@pytest.mark.parametrize("claims, fits", [
+    ({("why", "no-such-claim")}, True),          # it exists: the filters decide, and pass
+    ({("elsewhere", "no-such-claim")}, False),   # a claim of that name in another namespace
+])
+def test_a_claim_counts_in_the_pods_namespace_only(claims, fits):
+    assert _diagnose("missing-pvc", claims).fits is fits
+
+
+def test_without_the_claims_a_claim_is_named_as_unchecked_not_guessed():
+    """A Diagnoser that is not told the claims (claims=None) checks none and says so."""
+    diagnosis = _diagnose("missing-pvc", claims=None)
     assert diagnosis.fits
     assert any('persistentvolumeclaim "no-such-claim"' in note for note in diagnosis.unchecked())
 
