@@ -94,7 +94,7 @@ class NodeVerdict:
         self.filter = filter
         self.reasons = reasons
         self._fit = fit                  # the _Fit that explains a resources refusal
-        self._explained = explained      # (details, short, resolvable, shortness)
+        self._explained = explained      # (details, short, resolvable, shortness, answer)
 
     def _explain(self):
         if self._explained is None:
@@ -130,7 +130,9 @@ class NodeVerdict:
         return self._explained[3]
 
     def as_dict(self) -> dict:
-        details, short, resolvable, _ = self._explain()
+        details, short, resolvable, _, answer = self._explain()
+        if answer is not None:
+            return answer      # a resources refusal's, memoised with its amounts (read-only)
         return {"node": self.record.name, "filter": self.filter, "reasons": list(self.reasons),
                 "details": details, "resolvable": resolvable, "short": short}
 
@@ -206,8 +208,9 @@ class _Fit:
         return total
 
     def explain(self, record) -> tuple:
-        """(details, short, resolvable, shortness) of a node that refuses the pod, in one
-        pass; the memo keeps it while the node's record lives (its generation)."""
+        """(details, short, resolvable, shortness, the node's verdict as JSON) of a node that
+        refuses the pod, in one pass; the memo keeps it while the node's record lives (its
+        generation)."""
         memo = self.memo.get(record.name)
         if memo is not None and memo[0] is record:
             return memo[1]
@@ -230,7 +233,9 @@ class _Fit:
                            f"{amount(name, cap)}")
             short.append({"resource": name, "asks": asked, "free": free, "allocatable": cap})
             shortness += (asked - free) / max(cap, 1)
-        explained = details, short, resolvable, shortness
+        answer = {"node": record.name, "filter": FIT, "reasons": list(self.reasons(record)),
+                  "details": details, "resolvable": resolvable, "short": short}
+        explained = details, short, resolvable, shortness, answer
         self.memo[record.name] = record, explained
         return explained
 
@@ -475,8 +480,8 @@ def _refusal(filter_name, reason, resolvable) -> tuple:
     for `reason`."""
     if filter_name == "TaintToleration":
         # The capture's wording counts; the old per-taint one names the taint.
-        return (UNTOLERATED_TAINTS,), ([reason], [], False, 0.0)
-    return (reason,), ([reason], [], resolvable, 0.0)
+        return (UNTOLERATED_TAINTS,), ([reason], [], False, 0.0, None)
+    return (reason,), ([reason], [], resolvable, 0.0, None)
 
 
 def _closeness(verdict):
