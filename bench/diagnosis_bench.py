@@ -43,9 +43,9 @@ def main():
           f"{(time.perf_counter() - first) * 1e3:.0f} ms")
 
     # Three calls a round, for each shape: the REST answer (every node's verdict) with the
-    # amounts of the refused nodes memoised from the previous call, as when the same pod
-    # is asked again and nothing changed; the same with the memo emptied first (the first
-    # pod of its shape); the pod page's answer (no per-node verdicts), memo emptied.
+    # memo of the refused nodes' amounts emptied first (the first pod of its shape); the
+    # same again, from that memo, as when the same pod is asked again and nothing changed;
+    # the pod page's answer (no per-node verdicts), memo emptied.
     every = {"rest": [], "first": [], "page": []}
     gc.disable()   # the cluster's objects are long-lived; a full collection is not the diagnosis's
     try:
@@ -55,7 +55,7 @@ def main():
             result = diagnoser.diagnose(pod).as_dict()   # warm
             samples = {key: [] for key in every}
             for _ in range(args.runs):
-                for key, nodes, memo in (("rest", True, True), ("first", True, False),
+                for key, nodes, memo in (("first", True, False), ("rest", True, True),
                                          ("page", False, False)):
                     if not memo:
                         diagnoser.memos.clear()
