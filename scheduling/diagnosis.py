@@ -166,8 +166,7 @@ class _Fit:
             self.asks.append((name, asked, predicates.insufficient(name), amount(name, asked),
                               _free_scalar(name), _allocatable_scalar(name)))
         self._limits = [(ask[1], ask[4]) for ask in self.asks]
-        # node name -> (its record, its explanation): pods asking alike are explained alike
-        self.memo = _memo(memos, tuple(ask[:2] for ask in self.asks))
+        self._memos, self._memo = memos, None   # see explain
         self._by_lack = {}    # bit mask of what a node lacks -> its reasons, one shared tuple
 
     def reasons(self, record):
@@ -211,7 +210,12 @@ class _Fit:
         """(details, short, resolvable, shortness, the node's verdict as JSON) of a node that
         refuses the pod, in one pass; the memo keeps it while the node's record lives (its
         generation)."""
-        memo = self.memo.get(record.name)
+        if self._memo is None:
+            # node name -> (its record, its explanation): pods asking alike are explained
+            # alike. Taken at the first explanation, so that diagnoses nobody reads the
+            # amounts of (the pending pods' sweep) do not push the others' memos out.
+            self._memo = _memo(self._memos, tuple(ask[:2] for ask in self.asks))
+        memo = self._memo.get(record.name)
         if memo is not None and memo[0] is record:
             return memo[1]
         details, short, resolvable, shortness = [], [], True, 0.0
@@ -236,7 +240,7 @@ class _Fit:
         answer = {"node": record.name, "filter": FIT, "reasons": list(self.reasons(record)),
                   "details": details, "resolvable": resolvable, "short": short}
         explained = details, short, resolvable, shortness, answer
-        self.memo[record.name] = record, explained
+        self._memo[record.name] = record, explained
         return explained
 
 

@@ -281,3 +281,25 @@ def test_the_dry_run_stops_at_enough_candidates_as_kube_scheduler_does():
     preemption = dx.Diagnoser(cache).diagnose(pod).preemption
     assert preemption["helps"] and len(preemption["candidates"]) == dx.MIN_CANDIDATES
     assert preemption["node"] in preemption["candidates"] and len(preemption["victims"]) == 1
+
+
+def test_a_node_that_changed_is_explained_again_not_from_the_memo():
+    """The amounts are memoised per node record: a pod placed on small-1 between two
+    diagnoses of the same pod shows in small-1's amounts at once."""
+    cache, diagnoser = _cluster()
+    pod = why.pending(BY_NAME["cpu"])
+    before = {v.node: v.details for v in diagnoser.diagnose(pod).verdicts}
+    assert before["small-1"] == ["Insufficient cpu: asks 64, 0.4 free of 4"]
+    cache.add_pod(make_pod("more", namespace="why", node_name="small-1",
+                           requests={"cpu": "200m"}, uid="uid-more"))
+    after = {v.node: v.as_dict()["details"] for v in diagnoser.diagnose(pod).verdicts}
+    assert after["small-1"] == ["Insufficient cpu: asks 64, 0.2 free of 4"]
+    assert after["small-0"] == before["small-0"]
+
+
+def test_the_memo_keeps_the_latest_shapes_only():
+    cache, diagnoser = _cluster()
+    for cpu in range(1, dx.MEMO_SHAPES + 3):
+        diagnoser.diagnose(make_pod(f"p{cpu}", requests={"cpu": f"{cpu * 10}"})).as_dict()
+    assert len(diagnoser.memos) == dx.MEMO_SHAPES
+    assert (("cpu", (dx.MEMO_SHAPES + 2) * 10_000),) in diagnoser.memos
