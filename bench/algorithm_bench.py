@@ -9,7 +9,6 @@ node for a pod that fits nowhere) and, for such a pod, preemption. Nothing is
 bound between calls, so every call filters the same cluster. The filter pass
 over every node (no early stop) is timed apart. Target: p99 under 20 ms.
 """
-import argparse
 import gc
 import os
 import statistics
@@ -18,12 +17,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench.benchkit import percentile  # noqa: E402
-from schedcache import Cache  # noqa: E402
+from bench.benchkit import cluster_arguments, loaded_cache, percentile  # noqa: E402
 from scheduling import DefaultAlgorithm  # noqa: E402
 from scheduling.podview import PodView  # noqa: E402
 from simcluster.generate import make_pod  # noqa: E402
-from simcluster.generate import generate_cluster  # noqa: E402
 
 GPU = "nvidia.com/gpu"
 
@@ -57,28 +54,8 @@ def shapes():
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=150000)
-    parser.add_argument("--zones", type=int, default=5)
-    parser.add_argument("--runs", type=int, default=200, help="timed calls per shape")
-    args = parser.parse_args()
-
-    start = time.perf_counter()
-    cluster = generate_cluster(nodes=args.nodes, pods=args.pods, zones=args.zones, seed=1)
-    cache = Cache(ttl=30)
-    for node in cluster.nodes:
-        cache.add_node(node)
-    bound = 0
-    for pod in cluster.pods:
-        if pod["spec"].get("nodeName"):
-            cache.add_pod(pod)
-            bound += 1
-    names = [n["metadata"]["name"] for n in cluster.nodes]
-    del cluster
-    gc.collect()
-    print(f"cluster: {args.nodes} nodes, {bound} bound pods, {args.zones} zones "
-          f"(built in {time.perf_counter() - start:.1f} s)")
+    args = cluster_arguments("DefaultAlgorithm.schedule() over a large cluster", runs=200)
+    cache, names = loaded_cache(args)
 
     algorithm = DefaultAlgorithm(cache)
     first = time.perf_counter()

@@ -3,8 +3,10 @@ and an owner synced from it over HTTP (reflectors in a decoder process, as in `m
 watch`).
 
 Django-free at import, so the cache benchmark can use `line` without settings."""
+import argparse
 import contextlib
 import functools
+import gc
 import json
 import os
 import subprocess
@@ -20,6 +22,39 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def line(label, value):
     print(f"  {label:<60} {value}")
+
+
+def cluster_arguments(description: str, runs: int) -> argparse.Namespace:
+    """The command line of a benchmark over a generated cluster held in a Cache (see
+    loaded_cache): --nodes --pods --zones, and --runs (timed calls per shape)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--pods", type=int, default=150000)
+    parser.add_argument("--zones", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=runs, help="timed calls per shape")
+    return parser.parse_args()
+
+
+def loaded_cache(args):
+    """The generated cluster of `args` (seed 1) in a Cache: its nodes and its bound pods
+    (those with spec.nodeName), the generator's objects freed after. Prints what it built;
+    returns (cache, the node names)."""
+    from schedcache import Cache
+    from simcluster.generate import generate_cluster
+
+    start = time.perf_counter()
+    cluster = generate_cluster(nodes=args.nodes, pods=args.pods, zones=args.zones, seed=1)
+    cache = Cache(ttl=30)
+    for node in cluster.nodes:
+        cache.add_node(node)
+    bound = sum(1 for pod in cluster.pods if pod["spec"].get("nodeName")
+                and cache.add_pod(pod) is None)
+    names = [node["metadata"]["name"] for node in cluster.nodes]
+    del cluster
+    gc.collect()
+    print(f"cluster: {args.nodes} nodes, {bound} bound pods, {args.zones} zones "
+          f"(built in {time.perf_counter() - start:.1f} s)")
+    return cache, names
 
 
 def percentile(samples, q: float):

@@ -10,17 +10,23 @@ many pods` and `Insufficient cpu`), as `COUNT REASON` sorted as strings, then th
 post-filter part: DynamicResources' `no new claims to deallocate` and the
 preemption's dry run (which changes nothing). When preemption can help, the
 message has no post-filter part, as kube-scheduler's does not (it nominates).
-Every rule here is checked against the recording in
+A pod whose PersistentVolumeClaim does not exist is refused before any node is
+tried (VolumeBinding's PreFilter), in the recording's words, when the caller
+knows the claims there are. Every rule here is checked against the recording in
 shared/k8s-wire/why-pending/cases.json (tests/scheduling/test_sched_diagnosis.py).
 
-Not modelled, so named in `unchecked` rather than guessed: volumes (the cache
-holds no PersistentVolumeClaims), topology spread constraints (the cache does not
-keep them), nominated pods, PodDisruptionBudgets. For a node refused by
-inter-pod affinity the dry run evicts nothing (kube-scheduler might, when a
-victim is the pod that matched).
+Why it is fast enough for the owner's thread (bench/diagnosis_bench.py): a node costs
+a few comparisons and one small object; the nodes refused alike share their reasons'
+tuple (counted a tuple at a time) and, for filters other than resources fit, their
+details; the amounts of a resources refusal are written out only when read.
+
+Not modelled, so named in `unchecked` rather than guessed: claims when the caller does
+not know them, ephemeral volumes, topology spread constraints (the cache does not keep
+them), nominated pods, PodDisruptionBudgets. For a node refused by inter-pod affinity
+the dry run evicts nothing (kube-scheduler might, when a victim is the pod that
+matched).
 """
 import heapq
-from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from operator import attrgetter
 
@@ -39,7 +45,13 @@ NEVER = "not eligible due to preemptionPolicy=Never."
 # in every recorded message of a pod preemption could not help.
 NO_CLAIMS = "no new claims to deallocate"
 NO_NODES = "no nodes available to schedule pods"
+# VolumeBinding's PreFilter refusal of a missing claim, and the post-filter part
+# kube-scheduler v1.36.2 wrote after it (the missing-pvc case: no preemption part).
+CLAIM_NOT_FOUND = 'persistentvolumeclaim "{name}" not found'
+CLAIM_POST_FILTER = "not found"
 CLOSEST = 5     # nodes shown as the closest to taking the pod
+MEMO_SHAPES = 4  # resource asks whose refused nodes' explanations are kept (a few MB each
+                 # at 5,000 nodes)
 # kube-scheduler's DefaultPreemption defaults: its dry run stops once it has found
 # max(100, 10% of the nodes) candidates.
 MIN_CANDIDATES = 100
@@ -62,29 +74,67 @@ def amount(resource: str, value: int) -> str:
     return str(value)
 
 
-@dataclass
+FIT = "NodeResourcesFit"
+
+
 class NodeVerdict:
-    """Why one node refuses the pod: the refusing filter, its reasons and the amounts."""
-    node: str
-    filter: str
-    reasons: list
-    details: list
-    resolvable: bool      # eviction could cure it (kube-scheduler's Unschedulable, not
-                          # UnschedulableAndUnresolvable)
-    short: list = field(default_factory=list)   # [{resource, asks, free, allocatable}]
-    shortness: float = 0.0   # the shortfalls as fractions of the node's size (closest first)
+    """Why one node refuses the pod: the refusing filter and its reasons (one tuple shared
+    by every node refused alike, so nodes are counted by tuple, not reason by reason).
+
+    What a person reads beside them (`details`, `short`, `shortness`, and for a resources
+    refusal whether eviction could cure it) is worked out when first read: the summary and
+    the pending pods' sweep never read it, and writing the amounts out is most of a
+    refused node's cost. A filter other than resources fit gives every node it refuses
+    for one reason the same `explained`."""
+
+    __slots__ = ("record", "filter", "reasons", "_fit", "_explained")
+
+    def __init__(self, record, filter, reasons, explained=None, fit=None):
+        self.record = record
+        self.filter = filter
+        self.reasons = reasons
+        self._fit = fit                  # the _Fit that explains a resources refusal
+        self._explained = explained      # (details, short, resolvable, shortness, answer)
+
+    def _explain(self):
+        if self._explained is None:
+            self._explained = self._fit.explain(self.record)
+        return self._explained
+
+    @property
+    def node(self) -> str:
+        return self.record.name
+
+    @property
+    def details(self) -> list:
+        return self._explain()[0]
+
+    @property
+    def short(self) -> list:
+        """[{resource, asks, free, allocatable}] of a resources refusal."""
+        return self._explain()[1]
+
+    @property
+    def resolvable(self) -> bool:
+        """Eviction could cure it (kube-scheduler's Unschedulable, not
+        UnschedulableAndUnresolvable)."""
+        if self._explained is None:
+            return self._fit.resolvable(self.record)    # the dry run's question: no text
+        return self._explained[2]
+
+    @property
+    def shortness(self) -> float:
+        """The shortfalls as fractions of the node's size (the closest nodes first)."""
+        if self._explained is None:
+            return self._fit.shortness(self.record)     # closest()'s question: no text
+        return self._explained[3]
 
     def as_dict(self) -> dict:
-        return {"node": self.node, "filter": self.filter, "reasons": self.reasons,
-                "details": self.details, "resolvable": self.resolvable, "short": self.short}
-
-
-def _histogram(reasons_by_node) -> dict:
-    counts = {}
-    for reasons in reasons_by_node:
-        for reason in reasons:
-            counts[reason] = counts.get(reason, 0) + 1
-    return counts
+        details, short, resolvable, _, answer = self._explain()
+        if answer is not None:
+            return answer      # a resources refusal's, memoised with its amounts (read-only)
+        return {"node": self.record.name, "filter": self.filter, "reasons": list(self.reasons),
+                "details": details, "resolvable": resolvable, "short": short}
 
 
 def summary(total: int, counts: dict) -> str:
@@ -94,17 +144,18 @@ def summary(total: int, counts: dict) -> str:
 
 
 class _Fit:
-    """NodeResourcesFit for one pod: its reasons, whether eviction could cure them (a
-    request above the node's allocatable cannot be), and the amounts."""
+    """NodeResourcesFit for one pod: which resources a node lacks (one comparison each),
+    and on demand the amounts and whether eviction could cure it (a request above the
+    node's allocatable cannot be). The reasons and their order are predicates.fit_reasons'."""
 
     # resource -> (the pod's attribute, the record's free attribute, allocatable's attribute)
     _NATIVE = (("cpu", "milli_cpu", "free_cpu"), ("memory", "memory", "free_memory"),
                ("ephemeral-storage", "ephemeral_storage", "free_ephemeral"))
 
-    def __init__(self, view):
-        self.view = view
+    def __init__(self, view, memos: dict):
+        """`memos`: the Diagnoser's, shape of the asks -> the memo of the nodes' explanations."""
         # (resource, asked, its Insufficient reason, asked as text, free of a record,
-        # allocatable of a record): worked out once per pod, not once per node
+        # allocatable of a record) of every resource the pod asks for: once per pod
         self.asks = []
         for name, attr, free_attr in self._NATIVE:
             asked = getattr(view, attr)
@@ -114,33 +165,97 @@ class _Fit:
         for name, asked in view.scalars:
             self.asks.append((name, asked, predicates.insufficient(name), amount(name, asked),
                               _free_scalar(name), _allocatable_scalar(name)))
+        self._limits = [(ask[1], ask[4]) for ask in self.asks]
+        self._memos, self._memo = memos, None   # see explain
+        self._by_lack = {}    # bit mask of what a node lacks -> its reasons, one shared tuple
 
-    def check(self, record):
-        view = self.view
-        if predicates.resources_fit(view, record) is None:
+    def reasons(self, record):
+        """The reasons the node refuses the pod (a tuple shared by the nodes that lack the
+        same resources), or None when the pod fits it."""
+        lack = 0 if record.free_pods >= 1 else 1
+        bit = 2
+        for asked, free_of in self._limits:
+            if asked > free_of(record):
+                lack |= bit
+            bit <<= 1
+        if not lack:
             return None
-        reasons = predicates.fit_reasons(view, record.free_pods, record.free_cpu,
-                                         record.free_memory, record.free_ephemeral,
-                                         record.free_scalars)
+        reasons = self._by_lack.get(lack)
+        if reasons is None:
+            named = [predicates.TOO_MANY_PODS] if lack & 1 else []
+            named += [ask[2] for i, ask in enumerate(self.asks) if lack & (2 << i)]
+            reasons = self._by_lack[lack] = tuple(named)
+        return reasons
+
+    def resolvable(self, record) -> bool:
+        """No resource it lacks is asked beyond the node's allocatable (the dry run asks
+        it of every refused node: no text)."""
+        for _, asked, _, _, free_of, allocatable_of in self.asks:
+            if asked > free_of(record) and asked > allocatable_of(record):
+                return False
+        return True
+
+    def shortness(self, record) -> float:
+        """The shortfalls as fractions of the node's size (closest() asks it: no text)."""
+        free_pods = record.free_pods
+        total = (1 - free_pods) / max(record.allocatable.allowed_pod_number, 1) \
+            if free_pods < 1 else 0.0
+        for _, asked, _, _, free_of, allocatable_of in self.asks:
+            free = free_of(record)
+            if asked > free:
+                total += (asked - free) / max(allocatable_of(record), 1)
+        return total
+
+    def explain(self, record) -> tuple:
+        """(details, short, resolvable, shortness, the node's verdict as JSON) of a node that
+        refuses the pod, in one pass; the memo keeps it while the node's record lives (its
+        generation)."""
+        if self._memo is None:
+            # node name -> (its record, its explanation): pods asking alike are explained
+            # alike. Taken at the first explanation, so that diagnoses nobody reads the
+            # amounts of (the pending pods' sweep) do not push the others' memos out.
+            self._memo = _memo(self._memos, tuple(ask[:2] for ask in self.asks))
+        memo = self._memo.get(record.name)
+        if memo is not None and memo[0] is record:
+            return memo[1]
         details, short, resolvable, shortness = [], [], True, 0.0
-        if reasons[0] == predicates.TOO_MANY_PODS:
+        free_pods = record.free_pods
+        if free_pods < 1:
             pods = record.allocatable.allowed_pod_number
-            details.append(f"{predicates.TOO_MANY_PODS}: {pods - record.free_pods} of {pods} "
+            details.append(f"{predicates.TOO_MANY_PODS}: {pods - free_pods} of {pods} "
                            f"pods placed")
-            short.append({"resource": "pods", "asks": 1, "free": record.free_pods,
+            short.append({"resource": "pods", "asks": 1, "free": free_pods,
                           "allocatable": pods})
-            shortness += (1 - record.free_pods) / max(pods, 1)
+            shortness = (1 - free_pods) / max(pods, 1)
         for name, asked, reason, asked_text, free_of, allocatable_of in self.asks:
-            if reason not in reasons:
+            free = free_of(record)
+            if asked <= free:
                 continue
-            cap, free = allocatable_of(record), free_of(record)
+            cap = allocatable_of(record)
             resolvable = resolvable and asked <= cap
             details.append(f"{reason}: asks {asked_text}, {amount(name, free)} free of "
                            f"{amount(name, cap)}")
             short.append({"resource": name, "asks": asked, "free": free, "allocatable": cap})
             shortness += (asked - free) / max(cap, 1)
-        return NodeVerdict(record.name, "NodeResourcesFit", reasons, details, resolvable, short,
-                           shortness)
+        answer = {"node": record.name, "filter": FIT, "reasons": list(self.reasons(record)),
+                  "details": details, "resolvable": resolvable, "short": short}
+        explained = details, short, resolvable, shortness, answer
+        self._memo[record.name] = record, explained
+        return explained
+
+
+def _memo(memos: dict, shape: tuple) -> dict:
+    """The memo of the nodes' explanations for pods asking `shape`, the latest MEMO_SHAPES
+    shapes kept (each up to one entry a node). An entry is good while its node's record is
+    the live one: a record lives exactly one NodeInfo generation, so a node that changed
+    is explained again and the others are not (the pod's page asks every few seconds)."""
+    memo = memos.pop(shape, None)
+    if memo is None:
+        memo = {}
+        while len(memos) >= MEMO_SHAPES:
+            del memos[next(iter(memos))]       # the least recently asked
+    memos[shape] = memo
+    return memo
 
 
 def _allocatable_of(attr):
@@ -155,23 +270,41 @@ def _allocatable_scalar(name):
     return lambda record: record.allocatable.scalar_resources.get(name, 0)
 
 
-class Diagnosis:
-    """One pending pod's diagnosis over one set of NodeRecords (see the module doc)."""
+def missing_claim(pod, claims):
+    """VolumeBinding's PreFilter refusal of a pod whose PersistentVolumeClaim does not exist
+    (`claims`: the (namespace, name) of every claim there is), or None."""
+    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        claim = volume.get("persistentVolumeClaim")
+        if claim is not None and (namespace, claim.get("claimName") or "") not in claims:
+            return CLAIM_NOT_FOUND.format(name=claim.get("claimName") or "")
+    return None
 
-    def __init__(self, pod, records, placed: PlacedPods):
+
+class Diagnosis:
+    """One pending pod's diagnosis over one set of NodeRecords (see the module doc).
+    `claims`: the (namespace, name) of the claims there are, or None when unknown."""
+
+    def __init__(self, pod, records, placed: PlacedPods, claims=None, memos=None):
         self.pod = pod
         self.view = PodView(pod)
         self.total = len(records.ordered)
         self.verdicts = []       # NodeVerdict of every refusing node, in NodeTree order
         self.feasible = []       # names of the nodes that take the pod
+        self.claims_known = claims is not None
+        # a refusal before any node is tried (kube-scheduler's PreFilter): every node gives it
+        self.prefilter = missing_claim(pod, claims) if claims is not None else None
         self._records = records
-        self._affinity = InterPodAffinity(pod, records, placed)
-        self._run()
-        self.preemption = self._dry_run() if self.total and not self.feasible else None
+        self._memos = {} if memos is None else memos
+        if self.prefilter is None:
+            self._affinity = InterPodAffinity(pod, records, placed)
+            self._run()
+        self.preemption = (self._dry_run() if self.total and not self.feasible
+                           and self.prefilter is None else None)
 
     # --- the filters ---------------------------------------------------------------------
     def _run(self):
-        view, fit, affinity = self.view, _Fit(self.view), self._affinity
+        view, fit, affinity = self.view, _Fit(self.view, self._memos), self._affinity
         simple = [(predicates.node_unschedulable, "NodeUnschedulable", False)]
         if view.node_name:
             simple.append((predicates.node_name, "NodeName", False))
@@ -181,31 +314,32 @@ class Diagnosis:
         if view.host_ports:
             simple.append((predicates.node_ports, "NodePorts", True))
         check_affinity = affinity.active
+        verdicts, feasible, shared = self.verdicts, self.feasible, {}
+        fit_reasons = fit.reasons
         for record in self._records.ordered:
-            verdict = None
             for check, name, resolvable in simple:
                 reason = check(view, record)
                 if reason is not None:
-                    verdict = self._simple(record, name, reason, resolvable)
+                    common = shared.get(reason)
+                    if common is None:
+                        common = shared[reason] = _refusal(name, reason, resolvable)
+                    verdicts.append(NodeVerdict(record, name, *common))
                     break
             else:
-                verdict = fit.check(record)
-                if verdict is None and check_affinity:
+                reasons = fit_reasons(record)
+                if reasons is not None:
+                    verdicts.append(NodeVerdict(record, FIT, reasons, None, fit))
+                    continue
+                if check_affinity:
                     reason, resolvable = affinity.check(record)
                     if reason is not None:
-                        verdict = NodeVerdict(record.name, "InterPodAffinity", [reason],
-                                              [reason], resolvable)
-            if verdict is None:
-                self.feasible.append(record.name)
-            else:
-                self.verdicts.append(verdict)
-
-    @staticmethod
-    def _simple(record, name, reason, resolvable):
-        if name == "TaintToleration":
-            # The capture's wording counts; the old per-taint one names the taint.
-            return NodeVerdict(record.name, name, [UNTOLERATED_TAINTS], [reason], False)
-        return NodeVerdict(record.name, name, [reason], [reason], resolvable)
+                        common = shared.get(reason)
+                        if common is None:
+                            common = shared[reason] = _refusal("InterPodAffinity", reason,
+                                                               resolvable)
+                        verdicts.append(NodeVerdict(record, "InterPodAffinity", *common))
+                        continue
+                feasible.append(record.name)
 
     # --- the preemption's dry run --------------------------------------------------------
     def _dry_run(self) -> dict:
@@ -214,26 +348,24 @@ class Diagnosis:
         if not view.may_preempt:
             return {"eligible": False, "helps": False, "message": f"preemption: {NEVER}",
                     "node": None, "victims": [], "candidates": [], "reasons": []}
-        by_name = self._records.by_name
-        outcome, candidates = {}, []
+        counts, candidates = {}, []
         enough = max(MIN_CANDIDATES, self.total * CANDIDATES_PERCENT // 100)
         for verdict in self.verdicts:
             if len(candidates) >= enough:
                 break     # as kube-scheduler's dry run stops: these are enough to choose from
-            record = by_name[verdict.node]
+            record = verdict.record
             if not verdict.resolvable:
-                outcome[verdict.node] = [NOT_HELPFUL]
+                refusals = (NOT_HELPFUL,)
             elif not record.count_below(view.priority):
-                outcome[verdict.node] = [NO_VICTIMS]
+                refusals = (NO_VICTIMS,)
             elif verdict.filter == "InterPodAffinity":
-                outcome[verdict.node] = verdict.reasons
+                refusals = verdict.reasons
             else:
                 refusals = preemption.refusals_without_victims(view, record)
-                if refusals:
-                    outcome[verdict.node] = refusals
-                else:
+                if not refusals:
                     candidates.append(record)
-        counts = _histogram(outcome.values())
+            for reason in refusals:
+                counts[reason] = counts.get(reason, 0) + 1
         chosen = preemption.choose(view, candidates)
         if chosen is not None:
             record, victims = chosen
@@ -251,14 +383,35 @@ class Diagnosis:
         return bool(self.feasible)
 
     @cached_property
+    def _groups(self) -> dict:
+        """reasons tuple -> the positions in `verdicts` of the nodes refused for exactly
+        those reasons (ascending: NodeTree order)."""
+        groups = {}
+        for position, verdict in enumerate(self.verdicts):
+            found = groups.get(verdict.reasons)
+            if found is None:
+                groups[verdict.reasons] = [position]
+            else:
+                found.append(position)
+        return groups
+
+    @cached_property
     def counts(self) -> dict:
         """reason -> how many nodes give it (a node once for each of its reasons)."""
-        return _histogram(v.reasons for v in self.verdicts)
+        if self.prefilter is not None:
+            return {self.prefilter: self.total}
+        counts = {}
+        for reasons, positions in self._groups.items():
+            for reason in reasons:
+                counts[reason] = counts.get(reason, 0) + len(positions)
+        return counts
 
     def filter_message(self) -> str:
         """kube-scheduler's filter part, or what the cache sees when the pod fits."""
         if not self.total:
             return NO_NODES
+        if self.prefilter is not None:
+            return f"0/{self.total} nodes are available: {self.prefilter}."
         if self.feasible:
             return (f"{len(self.feasible)}/{self.total} nodes can take the pod now: no filter "
                     f"kube-scheduler runs refuses them (kube-scheduler may not have tried yet)")
@@ -267,32 +420,43 @@ class Diagnosis:
     def message(self) -> str:
         """kube-scheduler's FailedScheduling message for the pod, as the cache sees it."""
         text = self.filter_message()
-        if self.preemption is not None and not self.preemption["helps"]:
+        if self.prefilter is not None and self.total:
+            text += f" {CLAIM_POST_FILTER}"
+        elif self.preemption is not None and not self.preemption["helps"]:
             text += f" {NO_CLAIMS}, {self.preemption['message']}"
         return text
 
     def reasons(self) -> list:
         """[{reason, count, nodes}], the largest group first (a node short of two
-        resources is in both groups, as kube-scheduler counts it)."""
-        groups = {}
-        for verdict in self.verdicts:
-            for reason in verdict.reasons:
-                groups.setdefault(reason, []).append(verdict.node)
-        return [{"reason": reason, "count": len(names), "nodes": names} for reason, names in
-                sorted(groups.items(), key=lambda i: (-len(i[1]), i[0]))]
+        resources is in both groups, as kube-scheduler counts it), each group's nodes in
+        NodeTree order."""
+        if self.prefilter is not None:
+            return [{"reason": self.prefilter, "count": self.total,
+                     "nodes": [record.name for record in self._records.ordered]}]
+        by_reason = {}
+        for reasons, positions in self._groups.items():
+            for reason in reasons:
+                by_reason.setdefault(reason, []).append(positions)
+        verdicts, groups = self.verdicts, []
+        for reason, lists in by_reason.items():
+            positions = lists[0] if len(lists) == 1 else heapq.merge(*lists)
+            names = [verdicts[p].record.name for p in positions]
+            groups.append({"reason": reason, "count": len(names), "nodes": names})
+        groups.sort(key=lambda group: (-group["count"], group["reason"]))
+        return groups
 
     def closest(self) -> list:
         """The nodes refused only for resources, fewest and smallest shortfalls first."""
-        fit = (v for v in self.verdicts if v.filter == "NodeResourcesFit")
+        fit = (v for v in self.verdicts if v.filter == FIT)
         return [{"node": v.node, "short": v.short, "details": v.details}
-                for v in heapq.nsmallest(CLOSEST, fit, key=attrgetter("shortness", "node"))]
+                for v in heapq.nsmallest(CLOSEST, fit, key=_closeness)]
 
     def unchecked(self) -> list:
         """What kube-scheduler checks and the cache cannot (so a fit may still fail)."""
         notes = []
         for volume in (self.pod.get("spec") or {}).get("volumes") or ():
             claim = volume.get("persistentVolumeClaim")
-            if claim is not None:
+            if claim is not None and not self.claims_known:
                 notes.append(f"persistentvolumeclaim \"{claim.get('claimName')}\": claims "
                              f"are not in the cache (kube-scheduler's VolumeBinding checks it)")
             elif volume.get("ephemeral") is not None:
@@ -300,7 +464,9 @@ class Diagnosis:
                              f"the cache")
         return notes
 
-    def as_dict(self) -> dict:
+    def as_dict(self, nodes: bool = True) -> dict:
+        """The answer as JSON; `nodes`: with every refusing node's verdict (the REST
+        answer's), or without them (the pod's page shows the groups and the closest)."""
         metadata = self.pod.get("metadata") or {}
         return {"pod": {"uid": metadata.get("uid") or "", "namespace": metadata.get("namespace")
                         or "", "name": metadata.get("name") or "",
@@ -308,9 +474,22 @@ class Diagnosis:
                 "message": self.message(), "filter_message": self.filter_message(),
                 "total_nodes": self.total, "fits": self.fits, "feasible": self.feasible,
                 "reasons": self.reasons(),
-                "nodes": [v.as_dict() for v in self.verdicts],
+                "nodes": [v.as_dict() for v in self.verdicts] if nodes else [],
                 "closest": self.closest(), "preemption": self.preemption,
                 "unchecked": self.unchecked()}
+
+
+def _refusal(filter_name, reason, resolvable) -> tuple:
+    """(reasons, explained) a filter other than resources fit gives every node it refuses
+    for `reason`."""
+    if filter_name == "TaintToleration":
+        # The capture's wording counts; the old per-taint one names the taint.
+        return (UNTOLERATED_TAINTS,), ([reason], [], False, 0.0, None)
+    return (reason,), ([reason], [], resolvable, 0.0, None)
+
+
+def _closeness(verdict):
+    return verdict.shortness, verdict.record.name
 
 
 def _victim(info) -> dict:
@@ -328,9 +507,13 @@ class Diagnoser:
     """Diagnoses pending pods over a cache: its own records of the cache and of the placed
     pods, brought up to date at each diagnosis (only the nodes that changed)."""
 
-    def __init__(self, cache):
+    def __init__(self, cache, claims=None):
+        """`claims`: a live container of the (namespace, name) of the claims there are
+        (the owner's, from the watch), or None when they are not followed."""
         self.live = LiveRecords(cache)
         self.placed = PlacedPods()
+        self.claims = claims
+        self.memos = {}     # see _memo
 
     def diagnose(self, pod) -> Diagnosis:
         """The diagnosis of `pod` (a Mapping) over the cache as it is now."""
@@ -338,4 +521,4 @@ class Diagnoser:
         metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         affinity, anti_affinity = own_terms(spec, metadata.get("namespace") or "")
         self.placed.refresh(records, groups=bool(affinity or anti_affinity))
-        return Diagnosis(pod, records, self.placed)
+        return Diagnosis(pod, records, self.placed, self.claims, self.memos)

@@ -160,11 +160,18 @@ class PlacedPods:
         self.by_label = {}       # (label key, value) -> {group key: None}, the groups with it
         self._anti_nodes = {}    # node -> (generation, its Terms)
         self._group_nodes = {}   # node -> (generation, its group keys)
+        # (records, their generation) each table was last brought to: a snapshot that has
+        # not moved needs no pass over its nodes
+        self._anti_at = self._groups_at = None
 
     def refresh(self, records, groups=False):
-        self._follow(records, self._anti_nodes, self._read_terms, self._unread_terms)
-        if groups:
+        at = (records, records.generation)
+        if self._anti_at != at:
+            self._follow(records, self._anti_nodes, self._read_terms, self._unread_terms)
+            self._anti_at = at
+        if groups and self._groups_at != at:
             self._follow(records, self._group_nodes, self._read_groups, self._unread_groups)
+            self._groups_at = at
 
     def candidates(self, term):
         """The group keys that may match `term` (every group when it has no lookup)."""

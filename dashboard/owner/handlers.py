@@ -137,9 +137,8 @@ class CommandHandlers:
         pod = self.applier.pending.get(uid)
         if pod is None:
             raise CommandError(404, f"pod {uid} is neither cached nor pending")
-        result = self.owner.diagnoser.diagnose(pod).as_dict()
-        if not every_node:
-            result["nodes"] = []     # the page shows the groups and the closest nodes only
+        # the page shows the groups and the closest nodes only
+        result = self.owner.diagnoser.diagnose(pod).as_dict(nodes=every_node)
         result["computed_at_seq"] = self.owner.seq_base + self.cache.event_seq
         # kube-scheduler's own last word, to read beside ours (the cache keeps only a
         # PodScheduled=False condition, see schedcache.podinfo)

@@ -15,31 +15,37 @@ from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES, PRIORITIES
 
 
-def _cluster():
+# The recording's namespace held no PersistentVolumeClaim (its README).
+CLAIMS = frozenset()
+
+
+def _cluster(claims=CLAIMS):
     cache = Cache(ttl=0)
     for recorded in CASES["nodes_before"]:
         cache.add_node(why.node(recorded))
     for pod in why.placed_pods():
         cache.add_pod(pod)
-    return cache, dx.Diagnoser(cache)
+    return cache, dx.Diagnoser(cache, claims)
 
 
-def _diagnose(name):
-    cache, diagnoser = _cluster()
+def _diagnose(name, claims=CLAIMS):
+    cache, diagnoser = _cluster(claims)
     return diagnoser.diagnose(why.pending(BY_NAME[name]))
 
 
 def _filter_part(message):
-    return message.split(" no new claims to deallocate, ")[0]
+    """The message without its post-filter part (after the filters' reasons, or after a
+    PreFilter refusal's sentence)."""
+    return message.split(" no new claims to deallocate, ")[0].removesuffix(
+        f" {dx.CLAIM_POST_FILTER}")
 
 
-REFUSED = [c["case"] for c in CASES["cases"] if c["pod_scheduled"]["status"] == "False"
-           and c["case"] != "missing-pvc"]
+REFUSED = [c["case"] for c in CASES["cases"] if c["pod_scheduled"]["status"] == "False"]
 
 
 def test_the_recording_holds_the_cases_the_readme_lists():
     assert len(CASES["cases"]) == 16 and CASES["kube_scheduler"].startswith("v1.36.2")
-    assert len(REFUSED) == 13     # all but spread, preempt-helps (placed), missing-pvc
+    assert len(REFUSED) == 14     # all but spread and preempt-helps (placed)
 
 
 @pytest.mark.parametrize("name", REFUSED)
@@ -105,11 +111,29 @@ def test_the_spread_case_fits_where_kube_scheduler_placed_it():
     assert diagnosis.preemption is None
 
 
-def test_a_missing_claim_is_named_as_unchecked_not_guessed():
-    """missing-pvc: kube-scheduler refused it before any node (`persistentvolumeclaim
-    "no-such-claim" not found`); the cache holds no claims, so the diagnosis says so."""
+def test_a_missing_claim_refuses_every_node_before_any_filter():
+    """missing-pvc: VolumeBinding's PreFilter refused it before any node was tried; every
+    node counts under that sentence, nothing is checked node by node, no dry run."""
     diagnosis = _diagnose("missing-pvc")
-    assert 'persistentvolumeclaim "no-such-claim"' in BY_NAME["missing-pvc"]["failed_scheduling"][-1]
+    refusal = 'persistentvolumeclaim "no-such-claim" not found'
+    assert not diagnosis.fits and diagnosis.verdicts == [] and diagnosis.preemption is None
+    [group] = diagnosis.reasons()
+    assert (group["reason"], group["count"]) == (refusal, 7)
+    assert sorted(group["nodes"]) == sorted(recorded["name"] for recorded in CASES["nodes_before"])
+    assert diagnosis.counts == {refusal: 7} and diagnosis.unchecked() == []
+
+
+@pytest.mark.parametrize("claims, fits", [
+    ({("why", "no-such-claim")}, True),          # it exists: the filters decide, and pass
+    ({("elsewhere", "no-such-claim")}, False),   # a claim of that name in another namespace
+])
+def test_a_claim_counts_in_the_pods_namespace_only(claims, fits):
+    assert _diagnose("missing-pvc", claims).fits is fits
+
+
+def test_without_the_claims_a_claim_is_named_as_unchecked_not_guessed():
+    """A Diagnoser that is not told the claims (claims=None) checks none and says so."""
+    diagnosis = _diagnose("missing-pvc", claims=None)
     assert diagnosis.fits
     assert any('persistentvolumeclaim "no-such-claim"' in note for note in diagnosis.unchecked())
 
@@ -118,9 +142,9 @@ def test_each_node_says_its_first_refusing_filter_with_the_amounts():
     nodes = {v.node: v for v in _diagnose("cpu").verdicts}
     assert nodes["cordoned-0"].filter == "NodeUnschedulable"
     assert nodes["gpu-0"].details == ["node(s) had untolerated taint {nvidia.com/gpu: present}"]
-    assert nodes["infra-0"].reasons == [dx.UNTOLERATED_TAINTS]
+    assert nodes["infra-0"].reasons == (dx.UNTOLERATED_TAINTS,)
     assert nodes["small-1"].details == ["Insufficient cpu: asks 64, 0.4 free of 4"]
-    assert nodes["tiny-0"].reasons == ["Too many pods", "Insufficient cpu"]
+    assert nodes["tiny-0"].reasons == ("Too many pods", "Insufficient cpu")
     assert nodes["tiny-0"].details[0] == "Too many pods: 1 of 1 pods placed"
     assert not nodes["small-1"].resolvable      # 64 cpu is more than the node has at all
 
@@ -179,8 +203,8 @@ def test_a_placed_pods_anti_affinity_keeps_the_pod_out_of_its_zone():
     pod["spec"].pop("nodeSelector")
     pod["metadata"]["labels"] = {"app": "web"}
     nodes = {v.node: v for v in diagnoser.diagnose(pod).verdicts}
-    assert nodes["small-2"].reasons == ["node(s) didn't satisfy existing pods anti-affinity rules"]
-    assert nodes["tiny-0"].reasons == ["Too many pods"]
+    assert nodes["small-2"].reasons == ("node(s) didn't satisfy existing pods anti-affinity rules",)
+    assert nodes["tiny-0"].reasons == ("Too many pods",)
     pod["metadata"]["namespace"] = "elsewhere"      # the term covers db-0's namespace only
     assert "small-2" in diagnoser.diagnose(pod).feasible
 
@@ -205,7 +229,7 @@ def test_the_placed_pods_index_follows_pods_and_nodes_between_diagnoses():
                   requests={"cpu": "100m"}, uid="uid-db-1")
     cache.add_pod(db)
     refused = {v.node: v.reasons for v in diagnoser.diagnose(pod).verdicts}
-    assert refused["small-0"] == ["node(s) didn't match pod anti-affinity rules"]
+    assert refused["small-0"] == ("node(s) didn't match pod anti-affinity rules",)
     cache.remove_pod(db)
     assert "small-0" in diagnoser.diagnose(pod).feasible
     cache.remove_pod(cache.get_pod({"metadata": {"uid": "uid-db-0"}}))
@@ -257,3 +281,25 @@ def test_the_dry_run_stops_at_enough_candidates_as_kube_scheduler_does():
     preemption = dx.Diagnoser(cache).diagnose(pod).preemption
     assert preemption["helps"] and len(preemption["candidates"]) == dx.MIN_CANDIDATES
     assert preemption["node"] in preemption["candidates"] and len(preemption["victims"]) == 1
+
+
+def test_a_node_that_changed_is_explained_again_not_from_the_memo():
+    """The amounts are memoised per node record: a pod placed on small-1 between two
+    diagnoses of the same pod shows in small-1's amounts at once."""
+    cache, diagnoser = _cluster()
+    pod = why.pending(BY_NAME["cpu"])
+    before = {v.node: v.details for v in diagnoser.diagnose(pod).verdicts}
+    assert before["small-1"] == ["Insufficient cpu: asks 64, 0.4 free of 4"]
+    cache.add_pod(make_pod("more", namespace="why", node_name="small-1",
+                           requests={"cpu": "200m"}, uid="uid-more"))
+    after = {v.node: v.as_dict()["details"] for v in diagnoser.diagnose(pod).verdicts}
+    assert after["small-1"] == ["Insufficient cpu: asks 64, 0.2 free of 4"]
+    assert after["small-0"] == before["small-0"]
+
+
+def test_the_memo_keeps_the_latest_shapes_only():
+    cache, diagnoser = _cluster()
+    for cpu in range(1, dx.MEMO_SHAPES + 3):
+        diagnoser.diagnose(make_pod(f"p{cpu}", requests={"cpu": f"{cpu * 10}"})).as_dict()
+    assert len(diagnoser.memos) == dx.MEMO_SHAPES
+    assert (("cpu", (dx.MEMO_SHAPES + 2) * 10_000),) in diagnoser.memos
