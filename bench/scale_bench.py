@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -58,7 +59,8 @@ from tests.live.livestack import clear_redis  # noqa: E402
 PAGES = ("/", "/nodes/", "/zones/", "/snapshot/", "/heatmap/")
 RAW_PAGE = 500
 BENCH_USER = "scale-bench"
-LEADING = b"owning the cache"      # dashboard/owner/runner.py logs it as it starts listing
+# dashboard/owner/runner.py's log lines as the leader starts listing and once it is synced
+OWNER_LOG = re.compile(r"^(\S+ \S+) dashboard\.owner\.runner (owning the cache|synced:)", re.M)
 
 
 def mib(nbytes) -> str:
@@ -126,20 +128,17 @@ def rss_by_child(redis) -> dict:
 
 
 class Sampler(threading.Thread):
-    """Reads the owner's status and the lease's holder every half second, and notes when
-    `up`'s output first says an owner leads (it starts listing then)."""
+    """Reads the owner's status and the lease's holder every half second."""
 
-    def __init__(self, redis, log: Path):
+    def __init__(self, redis):
         super().__init__(daemon=True)
-        self.redis, self.log, self.stop = redis, log, threading.Event()
+        self.redis, self.stop = redis, threading.Event()
         self.holders, self.lags, self.status = [], [], {}
-        self.leading_at = self.synced_at = self.complete_at = None
+        self.synced_at = self.complete_at = None
         self.sync_rss = {}
 
     def run(self):
         while not self.stop.wait(0.5):
-            if self.leading_at is None and LEADING in self.log.read_bytes():
-                self.leading_at = time.time()
             status = owner_status()
             counters = status.counters if status.live else {}
             self.status = counters
@@ -158,6 +157,19 @@ class Sampler(threading.Thread):
 
     def handovers(self) -> int:
         return max(0, len(self.holders) - 1)
+
+
+def logged_sync(log: Path) -> float:
+    """Seconds from the synced owner's "owning the cache" to its "synced:", by the log's
+    timestamps (the last start of listing before the first sync: an owner that lost the
+    lease before it synced listed in vain)."""
+    began = None
+    for stamp, what in OWNER_LOG.findall(log.read_text(errors="replace")):
+        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        if what == "synced:" and began is not None:
+            return at - began
+        began = at if what != "synced:" else began
+    raise SystemExit("the log has no owner's sync")
 
 
 def owner_started(redis, holder: str) -> float:
@@ -232,10 +244,15 @@ def database_size() -> dict:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_database_size(current_database())")
         sizes = {"database": cursor.fetchone()[0]}
+        cursor.execute("SHOW autovacuum")
+        sizes["autovacuum"] = cursor.fetchone()[0]
         for table in ("dashboard_noderecord", "dashboard_podrecord"):
-            cursor.execute(f"SELECT pg_total_relation_size('{table}'), count(*) FROM {table}")
-            total, rows = cursor.fetchone()
-            sizes[table] = (total, rows)
+            cursor.execute(f"SELECT pg_total_relation_size('{table}'), count(*), "
+                           f"coalesce(avg(pg_column_size(t.*)), 0) FROM {table} t")
+            total, rows, live = cursor.fetchone()
+            cursor.execute("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = %s",
+                           [table])
+            sizes[table] = (total, rows, live, cursor.fetchone()[0])
     return sizes
 
 
@@ -249,7 +266,7 @@ def wait(condition, timeout: float, what: str, up: Up):
 
 
 def measure(args, up: Up, redis) -> None:
-    sampler = Sampler(redis, up.log)
+    sampler = Sampler(redis)
     sampler.start()
     try:
         kubeconfig = up.var_dir / "simcluster.kubeconfig"
@@ -257,9 +274,7 @@ def measure(args, up: Up, redis) -> None:
         server = cluster_url(kubeconfig)
         wait(lambda: sampler.complete_at is not None, args.timeout,
              "the owner's sync and the read model", up)
-        holder = sampler.holders[0]
-        sync_seconds = sampler.synced_at - sampler.leading_at
-        started_to_sync = sampler.synced_at - owner_started(redis, holder)
+        sync_seconds = logged_sync(up.log)
         raw_seconds, listed = raw_list_and_parse(server)
         steady_began = time.monotonic()
         times = page_times(up.url, args.requests)
@@ -267,6 +282,8 @@ def measure(args, up: Up, redis) -> None:
              "the steady window", up)
         steady_rss = rss_by_child(redis)
         status = sampler.status
+        holder = sampler.holders[-1]      # the leader at the end
+        started_to_sync = sampler.synced_at - owner_started(redis, holder)
     finally:
         sampler.stop.set()
         sampler.join()
@@ -295,12 +312,13 @@ def measure(args, up: Up, redis) -> None:
          f"{percentile(lags, 0.5):.2f} / {percentile(lags, 0.99):.2f} / {max(lags):.2f} s")
     line("lease handovers (leaders: " + " -> ".join(sampler.holders) + ")",
          sampler.handovers())
-    line("database size", mib(sizes["database"]))
+    line("database size" + (f" (autovacuum {sizes['autovacuum']})" if "autovacuum" in sizes
+                             else ""), mib(sizes["database"]))
     for table in ("dashboard_noderecord", "dashboard_podrecord"):
         if table in sizes:
-            total, rows = sizes[table]
-            line(f"{table}: {rows:,} rows, bytes a row (with indexes, TOAST)",
-                 f"{total / max(1, rows):,.0f} B")
+            total, rows, live, dead = sizes[table]
+            line(f"{table}: {rows:,} rows; a row with indexes and dead versions / live",
+                 f"{total / max(1, rows):,.0f} / {live:,.0f} B ({dead:,} dead versions)")
 
 
 def main():
