@@ -5,13 +5,16 @@ its own process; here, the stand-in's view (two reflectors), its periods once a 
 and a fake extender answering as the captures' recording extender did (it binds
 through the API server itself). Prints the first sync's CPU, the period thread's CPU
 (p50, max) and the whole process's CPU per period (watches and the fake extender's
-HTTP included), against what listing every pod and building a cache each period costs.
+HTTP included), against what listing every pod and building a cache each period costs,
+and the process's memory (RSS after the first sync and after the periods, and its peak:
+the view's share grows with the pods, issue 26).
 
     .venv/bin/python bench/standin_bench.py [--nodes 100] [--pods 2000] [--churn 20]
                                             [--periods 30]
 """
 import argparse
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -21,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "extender
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
 import django  # noqa: E402
+import psutil  # noqa: E402
 
 django.setup()
 
@@ -65,6 +69,7 @@ def main():
         try:
             scheduler.period(first_sync=60)
             first = time.process_time() - began
+            synced_rss = psutil.Process().memory_info().rss
             threads, outcomes = [], dict.fromkeys(standin.OUTCOMES, 0)
             began = time.process_time()
             for _ in range(args.periods):
@@ -75,6 +80,8 @@ def main():
                 threads.append(time.thread_time() - thread_began)
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
             whole = (time.process_time() - began) / args.periods
+            steady_rss = psutil.Process().memory_info().rss
+            peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 2**10
             alternative = listed_each_period(api)
         finally:
             scheduler.close()
@@ -87,6 +94,9 @@ def main():
     line("a period, the whole process's CPU (watches, fake extender)", f"{whole * 1000:.0f} ms")
     line("listing every pod into a fresh cache instead, CPU", f"{alternative * 1000:.0f} ms")
     line("outcomes", outcomes)
+    line("RSS after the first sync / after the periods / peak (the cluster apart)",
+         f"{synced_rss / 2**20:.0f} / {steady_rss / 2**20:.0f} / "
+         f"{peak_rss / 2**20:.0f} MiB")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,12 @@ import orjson
 from simcluster.gcpause import gc_paused
 
 
+def packed(obj: dict) -> bytes:
+    """`obj` serialized, in a bytes object of its own size: orjson hands back its growing
+    buffer, about twice the text (11.8 kB for a 5.9 kB pod), for as long as it is kept."""
+    return bytes(memoryview(orjson.dumps(obj)))
+
+
 class Entry:
     """One stored object: its item bytes and what selectors look at."""
     __slots__ = ("raw", "rv", "labels", "fields")
@@ -95,13 +101,12 @@ class Store:
     def load(self, name: str, items: list) -> None:
         """Bulk-insert existing objects (with their resourceVersions) without events."""
         res = self.resources[name]
-        dumps = orjson.dumps
         with self.lock, gc_paused():
             for obj in items:
                 item = _item(obj)
                 rv = int(item["metadata"]["resourceVersion"])
                 key = key_of(item, res.namespaced)
-                res.entries[key] = Entry(dumps(item), rv, item["metadata"].get("labels") or {},
+                res.entries[key] = Entry(packed(item), rv, item["metadata"].get("labels") or {},
                                          res.index(item))
                 self.rv = max(self.rv, rv)
             res.keys = sorted(res.entries)
@@ -122,7 +127,7 @@ class Store:
         item = _item(obj)
         item["metadata"]["resourceVersion"] = str(rv)
         key = key_of(item, res.namespaced)
-        entry = Entry(orjson.dumps(item), rv, item["metadata"].get("labels") or {},
+        entry = Entry(packed(item), rv, item["metadata"].get("labels") or {},
                       res.index(item))
         prev = res.entries.get(key)
         if prev is None:
@@ -140,7 +145,7 @@ class Store:
         key = key_of(item, res.namespaced)
         prev = res.entries.pop(key)
         del res.keys[bisect_left(res.keys, key)]
-        entry = Entry(orjson.dumps(item), rv, prev.labels, prev.fields)
+        entry = Entry(packed(item), rv, prev.labels, prev.fields)
         self._record(res, "DELETED", key, entry, prev)
         return entry
 

@@ -55,6 +55,7 @@ class LeaderLease:
         self.lost = threading.Event()     # another owner took the lease: stand by
         self._held_until = 0.0
         self._renewing = None             # (thread, its stop event) while renewing
+        self.on_doubt = lambda: None      # what the renewal thread calls when it doubts
 
     def held(self) -> bool:
         """Whether this owner may act as leader now."""
@@ -122,9 +123,12 @@ class LeaderLease:
     def start_renewing(self, on_doubt=None):
         """Renew every retry period from a thread of its own. `on_doubt()` runs there when
         the lease stops being held (not renewed within the deadline, or lost): the owner
-        closes kube-scheduler's door then, whatever its own thread is doing."""
+        closes kube-scheduler's door then, whatever its own thread is doing. The owner
+        may set `on_doubt` later: renewal starts as the lease is taken, the door opens
+        once the owner is built."""
         stop = threading.Event()
-        thread = threading.Thread(target=self._keep, args=(stop, on_doubt or (lambda: None)),
+        self.on_doubt = on_doubt or (lambda: None)
+        thread = threading.Thread(target=self._keep, args=(stop,),
                                   name="lease-renewal", daemon=True)
         self._renewing = (thread, stop)
         thread.start()
@@ -136,7 +140,7 @@ class LeaderLease:
             thread.join()
             self._renewing = None
 
-    def _keep(self, stop, on_doubt):
+    def _keep(self, stop):
         backoff = RedisBackoff("leader lease", cap=self.retry, clock=self.clock)
         doubted = False
         try:
@@ -150,7 +154,7 @@ class LeaderLease:
                 if not self.held():
                     if not doubted:
                         doubted = True
-                        on_doubt()
+                        self.on_doubt()     # read now: the owner sets it once it has a door
                     if tried and not renewed:
                         return      # lost for good
                 else:

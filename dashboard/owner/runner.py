@@ -319,8 +319,10 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
              if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
     door = (SchedulerDoor(calls, lease.held if lease is not None else None)
             if calls is not None else None)
-    if lease is not None:
-        lease.start_renewing(on_doubt=functools.partial(door.close, IN_DOUBT) if door else None)
+    if lease is not None and door is not None:
+        # The lease is renewed from the moment it is taken (the watch command); from now
+        # a doubt closes kube-scheduler's door at once, whatever this thread is doing.
+        lease.on_doubt = functools.partial(door.close, IN_DOUBT)
     try:
         while not stop.is_set():
             step(owner, deadlines, lease, clock, calls)
@@ -341,8 +343,6 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
     finally:
         if door is not None:
             door.close()
-        if lease is not None:
-            lease.stop_renewing()
         if calls is not None:
             calls.close()
         if lease is None or lease.held():

@@ -53,8 +53,10 @@ class PoolsProcess:
         self.claimer = ApiClaimer(configuration)
         self.feed = PoolFeed(self._make_scheduler)
         self.stop = threading.Event()
+        # Listed through the watch where the server offers it, as the owner's decoder lists.
         self.reflector = pool_reflector(client.CoreV1Api(client.ApiClient(configuration)),
-                                        self.feed, self.stop)
+                                        self.feed, self.stop,
+                                        watch_list=settings.SCHEDVIEW_WATCH_LIST)
         self.claims = ClaimServer(lambda: dict(self.feed.schedulers), redis)
         self.redis = redis
         self.redis_backoff = RedisBackoff("pools")

@@ -21,10 +21,13 @@ class StandInLoop:
     set. `make_api()` gives a CoreV1Api for the cluster; the extender is on `address`."""
 
     def __init__(self, make_api, address: str, *, call_timeout: float, period: float,
-                 limit: int = 20, ignored_resources: frozenset = frozenset()):
+                 limit: int = 20, ignored_resources: frozenset = frozenset(),
+                 watch_list: bool = False):
+        """`watch_list`: list through the watch where the server offers it, as the owner's
+        decoder does (SCHEDVIEW_WATCH_LIST)."""
         self.period, self.limit = period, limit
         door = HttpDoor(address, call_timeout)
-        self.scheduler = StandIn(make_api(), door, ClusterView(make_api()),
+        self.scheduler = StandIn(make_api(), door, ClusterView(make_api(), watch_list=watch_list),
                                  ignored_resources=ignored_resources)
         self.started = time.monotonic()
 

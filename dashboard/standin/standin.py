@@ -391,9 +391,10 @@ class StandIn:
         nominated = (pod.get("status") or {}).get("nominatedNodeName") or ""
         if nominated in records.by_name:
             for info in records.by_name[nominated].info.pods:
-                victim = self.view.pods.get(info.key) or {}
-                if (info.priority < view.priority and victim
-                        and _terminating_by_preemption(victim)):
+                facts = self.view.victim_facts(info.key)
+                # kube-scheduler's podTerminatingByPreemption: deleted by a preemption.
+                if (info.priority < view.priority and facts is not None
+                        and facts.deleting and facts.preempted):
                     return "not eligible due to a terminating pod on the nominated node."
         wanted = max(MIN_CANDIDATE_NODES, len(records.ordered) * CANDIDATE_PERCENT // 100)
         candidates = {}
@@ -456,26 +457,26 @@ class StandIn:
         return min(chosen, key=key)
 
     def _start_time(self, info) -> str:
-        return ((self.view.pods.get(info.key) or {}).get("status") or {}).get("startTime") or ""
+        facts = self.view.victim_facts(info.key)
+        return facts.start_time if facts is not None else ""
 
     def _evict(self, pod, info, node, now) -> int:
         """Mark the victim DisruptionTarget and delete it gracefully, this very pod (its uid
         a precondition), as kube-scheduler's preemption executor does; 1 if deleted."""
-        victim = self.view.pods.get(info.key)
-        if victim is None or _meta(victim).get("deletionTimestamp"):
+        facts = self.view.victim_facts(info.key)
+        if facts is None or facts.deleting:
             return 0         # gone, or already on its way out
-        meta = _meta(victim)
-        name, namespace = meta["name"], meta.get("namespace", "")
+        name, namespace = info.name, info.namespace
         condition = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
                      "lastTransitionTime": _now_text(now), "reason": "PreemptionByScheduler",
                      "message": PREEMPTED_MESSAGE}
         try:
-            if not _marked_preempted(victim):
+            if not facts.preempted:
                 self.api.patch_namespaced_pod_status(
                     name, namespace, {"status": {"conditions": [condition]}},
                     _preload_content=False, _request_timeout=KUBE_TIMEOUT).release_conn()
             self.api.delete_namespaced_pod(
-                name, namespace, body={"preconditions": {"uid": meta["uid"]}},
+                name, namespace, body={"preconditions": {"uid": info.key}},
                 _preload_content=False, _request_timeout=KUBE_TIMEOUT).release_conn()
         except ApiException as exc:
             if exc.status not in (404, 409):   # gone, or replaced by a pod of the same name
@@ -531,17 +532,6 @@ class StandIn:
                 log.warning("writing %s's status: %s %s", _name(pod), exc.status, exc.reason)
         except (HTTPError, OSError) as exc:
             log.warning("writing %s's status: the cluster: %s", _name(pod), exc)
-
-
-def _marked_preempted(pod) -> bool:
-    """Marked DisruptionTarget by a scheduler's preemption."""
-    return any(c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
-               for c in (pod.get("status") or {}).get("conditions") or ())
-
-
-def _terminating_by_preemption(pod) -> bool:
-    """kube-scheduler's podTerminatingByPreemption: being deleted, marked by a preemption."""
-    return bool(_meta(pod).get("deletionTimestamp")) and _marked_preempted(pod)
 
 
 def _epoch(text: str) -> float:

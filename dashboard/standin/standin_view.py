@@ -15,7 +15,12 @@ pod for good, so the view relists every RELIST_PERIOD seconds, as the owner's co
 heals the owner's cache; a relist of the demo's cluster costs about 0.7 s of CPU.
 
 Assigned live pods are in the cache (added; the stand-in's own binds assumed until the
-watch confirms them), pods without a node in `pending`. `changes` counts the cluster
+watch confirms them), pods without a node in `pending`. Of a pod with a node the view keeps
+only what kube-scheduler's filters count on its node (the cache's digest: requests, host
+ports, labels...) and the few facts its preemption reads (`BoundPod`), made by the pods
+reflector's digest as each list page or event is read: no page of whole pods is held, and
+the stand-in stays small however many pods run (issue 26). Pending pods are kept whole:
+they are scheduled from their spec and status. `changes` counts the cluster
 events that may let an unschedulable pod fit (kube-scheduler requeues on them): an
 assigned pod deleted or finished, a node added or changed.
 """
@@ -23,9 +28,11 @@ import logging
 import threading
 import time
 from collections import deque
+from typing import NamedTuple
 
 from schedcache import Cache, CacheError
 from schedcache.events import ADDED, ASSUMED
+from schedcache.podinfo import PodInfo, make_pod_info
 from scheduling import DefaultAlgorithm
 
 from dashboard.kube.reflector import Reflector, Relisted
@@ -48,6 +55,47 @@ def _finished(pod) -> bool:
     return (pod.get("status") or {}).get("phase") in FINISHED
 
 
+def _ref(uid) -> dict:
+    """A pod as the cache's key lookups need it: its uid."""
+    return {"metadata": {"uid": uid}}
+
+
+def marked_preempted(pod) -> bool:
+    """Marked DisruptionTarget by a scheduler's preemption."""
+    return any(c.get("type") == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+               for c in (pod.get("status") or {}).get("conditions") or ())
+
+
+class VictimFacts(NamedTuple):
+    """What kube-scheduler's preemption reads of a pod on a node beyond the cache's digest."""
+    start_time: str      # status.startTime ("" if none)
+    deleting: bool       # metadata.deletionTimestamp is set
+    preempted: bool      # marked_preempted()
+
+
+def victim_facts(pod) -> VictimFacts:
+    return VictimFacts((pod.get("status") or {}).get("startTime") or "",
+                       bool(pod["metadata"].get("deletionTimestamp")), marked_preempted(pod))
+
+
+class BoundPod(NamedTuple):
+    """A pod with a node as the view keeps it (see the module doc)."""
+    info: PodInfo
+    facts: VictimFacts
+    finished: bool
+
+
+def kept(pod):
+    """The pods reflector's digest: a pod with a node as a BoundPod, any other pod whole. A
+    pod the cache cannot digest is kept whole too, so that applying it fails as before."""
+    if not _node_of(pod):
+        return pod
+    try:
+        return BoundPod(make_pod_info(pod), victim_facts(pod), _finished(pod))
+    except (CacheError, KeyError, TypeError, AttributeError):
+        return pod
+
+
 class ClusterView:
     """The cluster as the stand-in's scheduler sees it; see the module doc. Only the thread
     calling sync() touches the cache, pods and nodes."""
@@ -55,14 +103,16 @@ class ClusterView:
     def __init__(self, api, clock=time.monotonic, **reflector_options):
         self.cache = Cache(ttl=0)     # assumed pods wait for the watch, as kube-scheduler's
         self.algorithm = DefaultAlgorithm(self.cache)
-        self.pods = {}                # uid -> every pod as last seen
+        self.pods = {}                # uid -> every pod as last seen: a BoundPod, or whole
         self.pending = {}             # uid -> pods without a node, not finished
         self.nodes = {}               # name -> node
         self.changes = 0
         self._inbox = deque()         # reflector items, appended from their threads
         self._listed = {kind: threading.Event() for kind in ("nodes", "pods")}
         self._synced = set()
-        self._reflectors = {kind: Reflector(api, kind, self._receive, **reflector_options)
+        self._reflectors = {kind: Reflector(api, kind, self._receive,
+                                            digest=kept if kind == "pods" else None,
+                                            **reflector_options)
                             for kind in ("nodes", "pods")}
         self._clock = clock
         self._relisted_at = clock()
@@ -134,7 +184,17 @@ class ClusterView:
         else:
             self._put_pod(pod)
 
+    def victim_facts(self, uid) -> VictimFacts | None:
+        """What preemption reads of a pod in the cache (None if the view lost it)."""
+        pod = self.pods.get(uid)
+        if pod is None:
+            return None
+        return pod.facts if isinstance(pod, BoundPod) else victim_facts(pod)
+
     def _put_pod(self, pod) -> None:
+        if isinstance(pod, BoundPod):
+            self._put_bound(pod)
+            return
         uid = _uid(pod)
         self.pods[uid] = pod
         if not _node_of(pod):
@@ -154,14 +214,33 @@ class ClusterView:
         else:                          # new, or the watch confirming our own bind
             self.cache.add_pod(pod)
 
+    def _put_bound(self, bound: BoundPod) -> None:
+        """_put_pod for a pod with a node, from the cache's digest."""
+        info = bound.info
+        uid = info.key
+        self.pods[uid] = bound
+        self.pending.pop(uid, None)
+        state = self.cache.pod_state(_ref(uid))
+        if bound.finished:
+            if state is not None:
+                self.cache.remove_pod(_ref(uid))
+                self.changes += 1
+        elif state == ADDED:
+            self.cache.update_pod_info(info)
+        else:                          # new, or the watch confirming our own bind
+            self.cache.add_pod_info(info)
+
     def _remove_pod(self, pod) -> None:
-        uid = _uid(pod)
+        if isinstance(pod, BoundPod):
+            uid, node = pod.info.key, pod.info.node_name
+        else:
+            uid, node = _uid(pod), _node_of(pod)
         self.pods.pop(uid, None)
         self.pending.pop(uid, None)
-        state = self.cache.pod_state(pod)
+        state = self.cache.pod_state(_ref(uid))
         if state is not None:
-            self.cache.remove_pod(pod)
-            if state != ASSUMED or _node_of(pod):
+            self.cache.remove_pod(_ref(uid))
+            if state != ASSUMED or node:
                 self.changes += 1
 
     def _relisted(self, relisted) -> None:
@@ -173,7 +252,8 @@ class ClusterView:
             for node in listed.values():
                 self._node_event("MODIFIED", node)
         else:
-            listed = {_uid(p): p for p in relisted.items}
+            listed = {p.info.key if isinstance(p, BoundPod) else _uid(p): p
+                      for p in relisted.items}
             for uid in [u for u in self.pods if u not in listed]:
                 self._remove_pod(self.pods[uid])
             for pod in listed.values():

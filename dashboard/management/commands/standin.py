@@ -38,5 +38,5 @@ class Command(BaseCommand):
         StandInLoop(kube.core_api, settings.SCHEDVIEW_EXTENDER_ADDRESS,
                     call_timeout=settings.SCHEDVIEW_EXTENDER_TIMEOUT + 5.0,
                     period=period, limit=limit,
-                    ignored_resources=frozenset(settings.SCHEDVIEW_STANDIN_IGNORED_RESOURCES)
-                    ).run(stop)
+                    ignored_resources=frozenset(settings.SCHEDVIEW_STANDIN_IGNORED_RESOURCES),
+                    watch_list=settings.SCHEDVIEW_WATCH_LIST).run(stop)

@@ -70,6 +70,10 @@ class Command(BaseCommand):
                 return
             self.say(f"{name}: leader; owning the cache (term {lease.term})")
             led_from, failed = time.monotonic(), None
+            # Renewed from a thread of its own from the moment it is held: building the
+            # owner and starting its decoder outlived the lease on a loaded machine, and
+            # the standby took over at every start (issue 26).
+            lease.start_renewing()
             db.close_old_connections()      # one broken while standing by is opened anew
             try:
                 runner.run(stop, redis, lease, probes=probes, dump_signal=dump_signal)
@@ -78,6 +82,7 @@ class Command(BaseCommand):
             except (*UNREACHABLE, db.Error) as exc:
                 failed = exc
             finally:
+                lease.stop_renewing()
                 probes.stand_by()
                 lease.release()
             if failed is None:

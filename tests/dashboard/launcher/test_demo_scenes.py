@@ -13,6 +13,7 @@ from simcluster import SimCluster
 from simcluster.generate import GPU, Cluster, make_node, make_pod
 
 from dashboard.launcher import demo_scenes
+from dashboard.standin.standin_view import BoundPod
 from dashboard.wire.extender import WAITING
 from tests.dashboard.owner.extender.extender_builders import World
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
@@ -149,7 +150,8 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
 
 
 def pod_name(pod):
-    return pod["metadata"]["name"]
+    """A pod of the stand-in's view: a bound one is kept as the cache's digest."""
+    return pod.info.name if isinstance(pod, BoundPod) else pod["metadata"]["name"]
 
 
 def test_a_cluster_without_gpus_gets_only_the_waiting_job():

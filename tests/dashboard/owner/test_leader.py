@@ -330,3 +330,26 @@ def test_a_database_whose_term_went_back_still_lets_an_owner_lead(key):
     a = lease(key, "a")
     assert a.try_acquire() and a.term < 1_000
     assert int(client.get(a.term_key)) == a.term
+
+
+def test_the_lease_is_renewed_while_the_new_leader_is_still_starting(key, monkeypatch):
+    """Issue 26: building the owner and starting its decoder outlived the lease on a loaded
+    machine, and the standby took over at every start. The watch command renews from the
+    moment it holds the lease, so a start three lease periods long keeps it."""
+    kept = []
+
+    def slow_start(stop, redis, lease, probes=None, dump_signal=None):
+        busy_until = time.monotonic() + 3.0
+        while time.monotonic() < busy_until:      # starting, without a renewal of its own
+            sum(range(10_000))
+        kept.append(lease.held() and not other.try_acquire())
+        stop.set()
+    monkeypatch.setattr(runner, "run", slow_start)
+    starting, other = lease(key, "starting", seconds=1.0), lease(key, "other", seconds=1.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=in_thread(lambda: watch.Command().own_while_leading(
+        stop, None, starting, watch.OwnerProbes(), "starting")))
+    thread.start()
+    thread.join(20)
+    assert kept == [True]
+    assert starting._renewing is None, "the renewal outlived the leadership"

@@ -33,14 +33,14 @@ def sim(nodes_only):
 class Pools:
     """The pools process's parts in this process: reflector, feed, one scheduler per pool."""
 
-    def __init__(self, sim, **scheduler_options):
+    def __init__(self, sim, watch_list=False, **scheduler_options):
         config = client.Configuration(host=sim.url)
         self.claimer = ApiClaimer(config)
         self.options = scheduler_options
         self.feed = PoolFeed(self._make)
         self.stop = threading.Event()
         self.reflector = pool_reflector(client.CoreV1Api(client.ApiClient(config)), self.feed,
-                                        self.stop)
+                                        self.stop, watch_list=watch_list)
         self.reflector.start()
         assert self.feed.synced.wait(10)
 
@@ -83,10 +83,14 @@ def idle_members(pools, pool, count):
     wait_for(lambda: len(pools.feed.scheduler(pool).members) == count, 10, f"{count} members")
 
 
-def test_a_claim_is_a_cas_that_lands_on_the_cluster(sim, pools):
+@pytest.mark.parametrize("watch_list", [False, True], ids=["paged-list", "watch-list"])
+def test_a_claim_is_a_cas_that_lands_on_the_cluster(sim, pools, watch_list):
+    """Listed by pages or through the watch (the pools process's SCHEDVIEW_WATCH_LIST, as
+    the owner's decoder lists: capture 58)."""
     sim.pools.create("web", 3)
-    p = pools()
+    p = pools(watch_list=watch_list)
     idle_members(p, "web", 3)
+    assert p.reflector.stats["watch_lists"] == int(watch_list)
     result = p.claim("web", container_images={"main": "nginx:1.27"}, labels={"team": "a"}).wait(10)
     assert result.ok and result.key == "warm-pools/web-0000"      # the longest idle
     pod = sim.pod("warm-pools", "web-0000")

@@ -9,7 +9,7 @@ from simcluster import SimCluster
 from simcluster.generate import BASE_TIME, Cluster, make_node, make_pod
 
 from dashboard.standin import standin
-from dashboard.standin.standin_view import RELIST_PERIOD, ClusterView
+from dashboard.standin.standin_view import RELIST_PERIOD, BoundPod, ClusterView
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
 from tests.live.livestack import free_port
 from tests.scheduling import why_pending
@@ -450,3 +450,30 @@ def test_the_demos_gpu_job_is_worded_as_kube_scheduler_words_it(demo_world):
     condition = next(c for c in pod_of_ns(v1, GPU_CASE["pod"]["metadata"]).status.conditions
                      if c.type == "PodScheduled")
     assert condition.message == GPU_CASE["pod_scheduled"]["message"]
+
+
+@pytest.mark.parametrize("watch_list", [False, True], ids=["paged-list", "watch-list"])
+@pytest.mark.parametrize("world", [VIEW_CLUSTER], indirect=True, ids=["view"])
+def test_the_view_keeps_a_bound_pod_as_its_digest_and_a_pending_pod_whole(world, watch_list):
+    """Issue 26: the stand-in holds no whole pod that has a node (listed, or watched), yet
+    counts it on its node as before; a pending pod keeps its spec to be scheduled from."""
+    sim, v1, extender, scheduler = world
+    view = ClusterView(v1, watch_timeout=30, watch_list=watch_list).start()
+    try:
+        settle(view, lambda: "uid-done-soon" in view.pods, "the listed pod")
+        watched = v1.create_namespaced_pod(NS, low("watched", "a-1", cpu="1")).metadata.uid
+        waiting = v1.create_namespaced_pod(NS, pending("waiting")).metadata.uid
+        settle(view, lambda: watched in view.pods and waiting in view.pending, "the watched pods")
+        for uid in ("uid-done-soon", watched):
+            assert isinstance(view.pods[uid], BoundPod)
+            assert view.pods[uid].info.node_name == "a-1"
+            assert view.victim_facts(uid).start_time == view.pods[uid].facts.start_time
+        assert view.algorithm.records.by_name["a-1"].free_cpu == 0
+        assert view.pods[waiting] is view.pending[waiting]
+        assert view.pending[waiting]["spec"]["containers"][0]["resources"]["requests"] == {
+            "cpu": "500m"}
+        v1.delete_namespaced_pod("watched", NS, grace_period_seconds=0)
+        settle(view, lambda: watched not in view.pods, "the deletion")
+        assert view.algorithm.records.by_name["a-1"].free_cpu == 1000
+    finally:
+        view.stop()

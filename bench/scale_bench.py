@@ -1,0 +1,351 @@
+"""The whole stack at a size and a churn (issue 26): what the first sync costs against the
+raw list, how long until the read model is complete, each process's memory, the pages'
+latency, the feed's lag, lease handovers and the database's size, in one table.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/h_me REDIS_URL=redis://127.0.0.1:6379/N \
+    .venv/bin/python bench/scale_bench.py [--nodes 500] [--pods 15000] [--churn 200]
+                                          [--steady 60] [--requests 30] [--timeout 1800]
+
+It runs `manage.py up` (simulated cluster, two owners, pools, worker, beat, stand-in, web)
+on the database and Redis of the environment, each emptied first (the database's tables
+flushed, Redis's schedview keys cleared), with its files, web port and extender port of
+its own. It samples the owner's status and the lease every half second. At the first
+synced status it takes each process's RSS (the supervisor's children, each with its own
+children: the owner with its decoder, the worker with its pool); once the read model has
+caught up it lists every node and pod of the simulated cluster itself, a page of 500 at a
+time, parsing each (the raw list-and-parse the sync is compared with: same objects, same
+run); then, for `--steady` seconds under churn, it logs in as a user it creates and asks
+each page `--requests` times, one request after another, while the sampler reads the
+feed's lag. The RSS is taken again at the end (steady), and the database's size.
+Everything it started is stopped (SIGTERM to `up`, which stops its children; whatever is
+left after 30 s is killed), however the run ends.
+"""
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+import psutil
+import urllib3
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from benchkit import ROOT, line, percentile  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+
+from dashboard import accounts  # noqa: E402
+from dashboard.management.commands.up import cluster_url, free_port  # noqa: E402
+from dashboard.readmodel.read_model import owner_status  # noqa: E402
+from dashboard.runtime.supervised import processes  # noqa: E402
+from dashboard.wire.clients import redis_client  # noqa: E402
+from tests.live.livestack import clear_redis  # noqa: E402
+
+PAGES = ("/", "/nodes/", "/zones/", "/snapshot/", "/heatmap/")
+RAW_PAGE = 500
+BENCH_USER = "scale-bench"
+# dashboard/owner/runner.py's log lines as the leader starts listing and once it is synced
+OWNER_LOG = re.compile(r"^(\S+ \S+) dashboard\.owner\.runner (owning the cache|synced:)", re.M)
+
+
+def mib(nbytes) -> str:
+    return f"{nbytes / 2**20:,.0f} MiB"
+
+
+class Up:
+    """`manage.py up` in a session of its own, its output in `log`; stop() ends it and
+    every process it started, whatever state they are in."""
+
+    def __init__(self, args, var_dir: Path):
+        self.var_dir = var_dir
+        self.port = free_port()
+        env = dict(os.environ, SCHEDVIEW_VAR_DIR=str(var_dir),
+                   SCHEDVIEW_EXTENDER_ADDRESS=f"127.0.0.1:{free_port()}")
+        env.pop("SCHEDVIEW_KUBECONFIG", None)         # up's own simulated cluster
+        self.log = var_dir / "up.log"
+        self.started = time.time()
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "up", "--port", str(self.port), "--nodes",
+             str(args.nodes), "--pods", str(args.pods), "--churn", str(args.churn)],
+            cwd=ROOT, env=env, stdout=self.log.open("wb"), stderr=subprocess.STDOUT,
+            start_new_session=True)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def descendants(self) -> list[psutil.Process]:
+        try:
+            return psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def stop(self):
+        survivors = self.descendants()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        _, alive = psutil.wait_procs(survivors, timeout=10)
+        for process in alive:
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        psutil.wait_procs(alive, timeout=10)
+
+    def alive(self):
+        if self.process.poll() is not None:
+            tail = self.log.read_text(errors="replace")[-2000:]
+            raise SystemExit(f"manage.py up exited with {self.process.returncode}:\n{tail}")
+
+
+def rss_by_child(redis) -> dict:
+    """Each supervised child's RSS, its own children's added (name -> bytes)."""
+    sizes = {}
+    for child in processes(redis).children:
+        try:
+            root = psutil.Process(child.pid)
+            sizes[child.name] = sum(p.memory_info().rss for p in (root, *root.children(True)))
+        except psutil.NoSuchProcess:
+            continue
+    return sizes
+
+
+class Sampler(threading.Thread):
+    """Reads the owner's status and the lease's holder every half second."""
+
+    def __init__(self, redis):
+        super().__init__(daemon=True)
+        self.redis, self.stop = redis, threading.Event()
+        self.holders, self.lags, self.status = [], [], {}
+        self.synced_at = self.complete_at = None
+        self.sync_rss = {}
+
+    def run(self):
+        while not self.stop.wait(0.5):
+            status = owner_status()
+            counters = status.counters if status.live else {}
+            self.status = counters
+            holder = processes(self.redis).leader
+            if holder and (not self.holders or self.holders[-1] != holder):
+                self.holders.append(holder)
+            if counters.get("synced") and self.synced_at is None:
+                self.synced_at = time.time()
+                self.sync_rss = rss_by_child(self.redis)
+            if self.synced_at is not None:
+                self.lags.append(counters.get("feed_lag") or 0.0)
+            if (self.synced_at is not None and self.complete_at is None
+                    and counters.get("feed_backlog") == 0
+                    and counters.get("read_model_backlog") == 0):
+                self.complete_at = time.time()
+
+    def handovers(self) -> int:
+        return max(0, len(self.holders) - 1)
+
+
+def logged_sync(log: Path) -> float:
+    """Seconds from the synced owner's "owning the cache" to its "synced:", by the log's
+    timestamps (the last start of listing before the first sync: an owner that lost the
+    lease before it synced listed in vain)."""
+    began = None
+    for stamp, what in OWNER_LOG.findall(log.read_text(errors="replace")):
+        at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        if what == "synced:" and began is not None:
+            return at - began
+        began = at if what != "synced:" else began
+    raise SystemExit("the log has no owner's sync")
+
+
+def owner_started(redis, holder: str) -> float:
+    """When the leading owner's process started (epoch seconds)."""
+    for child in processes(redis).children:
+        if child.name == holder:
+            return psutil.Process(child.pid).create_time()
+    raise SystemExit(f"no supervised child is the leader {holder!r}")
+
+
+def raw_list_and_parse(server: str) -> tuple[float, int]:
+    """Seconds to list every node and pod a page at a time and parse each page, and how many
+    objects: the work the owner's first sync cannot do without."""
+    http = urllib3.PoolManager()
+    began, count = time.perf_counter(), 0
+    for path in ("/api/v1/nodes", "/api/v1/pods"):
+        token = ""
+        while True:
+            fields = {"limit": RAW_PAGE, **({"continue": token} if token else {})}
+            response = http.request("GET", server + path, fields=fields)
+            if response.status != 200:
+                raise SystemExit(f"{path}: {response.status} {response.data[:200]!r}")
+            page = orjson.loads(response.data)
+            count += len(page["items"])
+            token = page["metadata"].get("continue", "")
+            if not token:
+                break
+    return time.perf_counter() - began, count
+
+
+def logged_in(base: str) -> urllib3.PoolManager:
+    """A session of a user made here (viewer role), logged in through the login form."""
+    get_user_model().objects.filter(username=BENCH_USER).delete()
+    _, password = accounts.create_user(BENCH_USER)
+    http = urllib3.PoolManager()
+    form = http.request("GET", base + "/accounts/login/")
+    cookies = dict(c.split(";")[0].split("=", 1) for c in form.headers.getlist("Set-Cookie"))
+    token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.data).group(1)
+    answer = http.request_encode_body(
+        "POST", base + "/accounts/login/", encode_multipart=False, redirect=False,
+        fields={"username": BENCH_USER, "password": password,
+                "csrfmiddlewaretoken": token.decode()},
+        headers={"Referer": base + "/accounts/login/",
+                 "Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())})
+    if answer.status != 302:
+        raise SystemExit(f"the login answered {answer.status}")
+    for cookie in answer.headers.getlist("Set-Cookie"):
+        name, value = cookie.split(";")[0].split("=", 1)
+        cookies[name] = value
+    http.headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in cookies.items())
+    return http
+
+
+def page_times(base: str, requests: int) -> dict:
+    """Each page's request times in seconds, asked one after another."""
+    http, times = logged_in(base), {path: [] for path in PAGES}
+    for _ in range(requests):
+        for path in PAGES:
+            began = time.perf_counter()
+            response = http.request("GET", base + path, redirect=False)
+            if response.status != 200:
+                raise SystemExit(f"{path} answered {response.status}")
+            times[path].append(time.perf_counter() - began)
+    return times
+
+
+def database_size() -> dict:
+    """The database's bytes, and each of the largest tables' bytes per row (PostgreSQL);
+    the file's bytes with SQLite."""
+    if connection.vendor != "postgresql":
+        return {"database": Path(connection.settings_dict["NAME"]).stat().st_size}
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_database_size(current_database())")
+        sizes = {"database": cursor.fetchone()[0]}
+        cursor.execute("SHOW autovacuum")
+        sizes["autovacuum"] = cursor.fetchone()[0]
+        for table in ("dashboard_noderecord", "dashboard_podrecord"):
+            cursor.execute(f"SELECT pg_total_relation_size('{table}'), count(*), "
+                           f"coalesce(avg(pg_column_size(t.*)), 0) FROM {table} t")
+            total, rows, live = cursor.fetchone()
+            cursor.execute("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = %s",
+                           [table])
+            sizes[table] = (total, rows, live, cursor.fetchone()[0])
+    return sizes
+
+
+def wait(condition, timeout: float, what: str, up: Up):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        up.alive()
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+def measure(args, up: Up, redis) -> None:
+    sampler = Sampler(redis)
+    sampler.start()
+    try:
+        kubeconfig = up.var_dir / "simcluster.kubeconfig"
+        wait(kubeconfig.exists, args.timeout, "the simulated cluster", up)
+        server = cluster_url(kubeconfig)
+        wait(lambda: sampler.complete_at is not None, args.timeout,
+             "the owner's sync and the read model", up)
+        sync_seconds = logged_sync(up.log)
+        raw_seconds, listed = raw_list_and_parse(server)
+        steady_began = time.monotonic()
+        times = page_times(up.url, args.requests)
+        wait(lambda: time.monotonic() - steady_began >= args.steady, args.steady + 60,
+             "the steady window", up)
+        steady_rss = rss_by_child(redis)
+        status = sampler.status
+        holder = sampler.holders[-1]      # the leader at the end
+        started_to_sync = sampler.synced_at - owner_started(redis, holder)
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    sizes = database_size()
+    load = os.getloadavg()
+    print(f"scale: {args.nodes:,} nodes, {args.pods:,} pods, churn {args.churn:g}/s; "
+          f"{status.get('pods', 0):,} pods cached at the end; load average "
+          f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min), {psutil.cpu_count()} cores")
+    line(f"raw list-and-parse of {listed:,} objects ({RAW_PAGE} a page)", f"{raw_seconds:.1f} s")
+    line("owner's sync (owning the cache to synced)", f"{sync_seconds:.1f} s")
+    line("owner's process start to synced (imports, lease)", f"{started_to_sync:.1f} s")
+    line("sync / raw list-and-parse", f"{sync_seconds / raw_seconds:.2f}")
+    line("read model complete, after up's start", f"{sampler.complete_at - up.started:.1f} s")
+    line("read model complete, after the sync", f"{sampler.complete_at - sampler.synced_at:.1f} s")
+    for name in sorted(set(sampler.sync_rss) | set(steady_rss)):
+        line(f"RSS {name}: at sync / steady",
+             f"{mib(sampler.sync_rss.get(name, 0))} / {mib(steady_rss.get(name, 0))}")
+    cached = max(1, status.get("pods", 0))
+    line(f"RSS {holder} (the leader) per cached pod, steady",
+         f"{steady_rss.get(holder, 0) / cached:,.0f} B")
+    for path, samples in times.items():
+        line(f"page {path}: p50 / p99 of {len(samples)}",
+             f"{percentile(samples, 0.5) * 1000:.0f} / {percentile(samples, 0.99) * 1000:.0f} ms")
+    lags = sampler.lags or [0.0]
+    line("feed lag after the sync: p50 / p99 / max",
+         f"{percentile(lags, 0.5):.2f} / {percentile(lags, 0.99):.2f} / {max(lags):.2f} s")
+    line("lease handovers (leaders: " + " -> ".join(sampler.holders) + ")",
+         sampler.handovers())
+    line("database size" + (f" (autovacuum {sizes['autovacuum']})" if "autovacuum" in sizes
+                             else ""), mib(sizes["database"]))
+    for table in ("dashboard_noderecord", "dashboard_podrecord"):
+        if table in sizes:
+            total, rows, live, dead = sizes[table]
+            line(f"{table}: {rows:,} rows; a row with indexes and dead versions / live",
+                 f"{total / max(1, rows):,.0f} / {live:,.0f} B ({dead:,} dead versions)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--nodes", type=int, default=500)
+    parser.add_argument("--pods", type=int, default=15000)
+    parser.add_argument("--churn", type=float, default=200.0)
+    parser.add_argument("--steady", type=float, default=60.0,
+                        help="seconds under churn after the read model is complete")
+    parser.add_argument("--requests", type=int, default=30, help="requests of each page")
+    parser.add_argument("--timeout", type=float, default=1800.0,
+                        help="seconds allowed for the sync and the read model")
+    args = parser.parse_args()
+    if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
+        parser.error("DATABASE_URL and REDIS_URL name the database and Redis the stack runs on")
+    signal.signal(signal.SIGTERM, signal.default_int_handler)   # a kill still stops `up`
+    call_command("migrate", interactive=False, verbosity=0)
+    call_command("flush", interactive=False, verbosity=0)
+    clear_redis()
+    redis = redis_client(settings.REDIS_URL)
+    with tempfile.TemporaryDirectory(prefix="scale-bench-") as tmp:
+        up = Up(args, Path(tmp))
+        try:
+            measure(args, up, redis)
+        finally:
+            up.stop()
+
+
+if __name__ == "__main__":
+    main()
