@@ -40,6 +40,7 @@ from dashboard.readmodel.read_model import (
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
 REACH_TIMEOUT = 1.0      # seconds the database and Redis have to answer a probe
+WRITE_WAIT = 5.0         # seconds an owner's database write may take before health warns
 SHARED_FOR = 2.0         # seconds a process's pages share one judgement (current())
 CURRENT_KEY = "schedview:health"   # ... under this key of the process's local cache
 # Transitions that are scheduling progress: a pod assumed by the extender, or bound by
@@ -135,6 +136,10 @@ def owner_check(owner: OwnerStatus) -> Check:
     if owner.state == "unreachable":
         return Check("owner", "Cache owner", FAIL,
                      f"Owner status unknown: Redis did not answer ({owner.error})", link)
+    if owner.state == "stale":
+        return Check("owner", "Cache owner", FAIL,
+                     f"The cache owner's last report is {owner.age:,.0f} s old: it stopped "
+                     "(killed or hung); a standby takes the lease once it expires", link)
     if not owner.live:
         return Check("owner", "Cache owner", FAIL,
                      "No cache owner has reported in the last 10 s: is `manage.py watch` "
@@ -196,10 +201,20 @@ def silent_watches(owner: OwnerStatus) -> list[tuple[str, float]]:
 
 
 def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
-    return _backlog_check("read_model", "Pages' data", owner, owner.read_model_backlog,
-                          thresholds.read_model_backlog,
-                          "{:,} changes are not on these pages yet: the database writes lag",
-                          "Up to date ({:,} changes being written)")
+    """The backlog, graded; and a write that has waited on the database past WRITE_WAIT
+    warns at least, whatever the backlog: the owner goes on meanwhile and the changes
+    merge in its writer's queue, so the backlog alone can look small (issue 22)."""
+    check = _backlog_check("read_model", "Pages' data", owner, owner.read_model_backlog,
+                           thresholds.read_model_backlog,
+                           "{:,} changes are not on these pages yet: the database writes lag",
+                           "Up to date ({:,} changes being written)")
+    waiting = (owner.write_waiting or 0) if owner.live else 0
+    if waiting < WRITE_WAIT:
+        return check
+    message = (f"A database write has waited {waiting:,.0f} s: is the database answering? "
+               f"{owner.read_model_backlog or 0:,} changes are not on these pages yet")
+    return Check(check.name, check.title, max(check.level, WARN, key=_RANK.__getitem__),
+                 message, check.link)
 
 
 @dataclass(frozen=True)

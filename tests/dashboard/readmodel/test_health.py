@@ -40,6 +40,18 @@ def test_feed_and_read_model_backlogs_by_threshold(backlog, level):
     assert health.read_model_check(live(read_model_backlog=backlog), T).level == level
 
 
+@pytest.mark.parametrize("waiting, backlog, level, says", [
+    (0.0, 3, OK, "Up to date (3 changes being written)"),
+    (4.9, 3, OK, "Up to date (3 changes being written)"),
+    (5.0, 3, WARN, "A database write has waited 5 s: is the database answering? 3 changes"),
+    (31.0, 1500, FAIL, "A database write has waited 31 s"),
+])
+def test_a_write_waiting_on_the_database_warns_whatever_the_backlog(waiting, backlog, level,
+                                                                     says):
+    check = health.read_model_check(live(read_model_backlog=backlog, write_waiting=waiting), T)
+    assert (check.level, check.message.startswith(says)) == (level, True), check.message
+
+
 @pytest.mark.parametrize("lag, level", [(0.0, OK), (4.9, OK), (5.0, WARN), (30.0, FAIL)])
 def test_the_feed_is_graded_by_its_lag_in_seconds_too(lag, level):
     check = health.feed_check(live(feed_backlog=3, feed_lag=lag), T)
@@ -271,6 +283,31 @@ def test_gather_reads_stuck_binds_from_the_owner_and_links_the_oldest(owner_repo
     owner_reports(pending=0)     # an owner without the figure: nothing stuck
     check = next(c for c in health.gather().checks if c.name == "binds_stuck")
     assert check.level == OK
+
+
+@pytest.mark.parametrize("written_ago, state", [(0, "live"), (2.9, "live"), (3.2, "stale"),
+                                                (9.5, "stale")])
+def test_a_status_older_than_the_renewal_bound_is_from_an_owner_that_stopped(
+        redis_url, settings, written_ago, state):
+    """Issue 22: after a kill -9 health said "Leading and synced" until the status key
+    expired. Its age is read from the key's time to live (the owner sets 10 s): past 1.5
+    lease renewal periods (3 s here) no owner is leading."""
+    settings.SCHEDVIEW_LEASE_RETRY_PERIOD = 2.0
+    client = redis_client(settings.REDIS_URL)
+    client.set(OWNER_STATUS, orjson.dumps({"synced": True}),
+               px=int((read_model.OWNER_STATUS_TTL - written_ago) * 1000))
+    try:
+        status = read_model.owner_status()
+    finally:
+        client.delete(OWNER_STATUS)
+    assert (status.state, status.live) == (state, state == "live")
+    assert status.age == pytest.approx(written_ago, abs=0.2)
+    check = health.owner_check(status)
+    if state == "stale":
+        assert check.level == FAIL and check.message.startswith(
+            f"The cache owner's last report is {written_ago:.0f} s old: it stopped")
+    else:
+        assert (check.level, check.message.startswith("Leading and synced")) == (OK, True)
 
 
 @pytest.mark.django_db
