@@ -12,6 +12,7 @@ import time
 
 import orjson
 import psycopg
+from django.conf import settings
 from django.db import (
     InterfaceError,
     OperationalError,
@@ -31,6 +32,7 @@ from dashboard.models import (
 )
 from dashboard.owner.batch import Batch
 from dashboard.owner.fence import StaleTerm, hold_term
+from dashboard.runtime.db_deadline import bounded
 
 log = logging.getLogger(__name__)
 
@@ -293,7 +295,10 @@ class ProjectionWriter:
         while True:
             close_old_connections()
             try:
-                write(batch)
+                # A database that answers nothing is given up after the bound, and the
+                # write retried on a new connection as after a cut (issue 22).
+                with bounded(connections["default"], settings.SCHEDVIEW_DB_WRITE_TIMEOUT):
+                    write(batch)
                 return thens, closing, "written"
             except StaleTerm as error:
                 log.warning("%s; this owner's writes end (%d pods, %d nodes, %d transitions "

@@ -9,17 +9,23 @@ server's address. When the pool only says it had no connection in time, one dire
 connection attempt tells whether the database is down (and why) or merely busy.
 `GET /api/v1/health` answers its health document all the same (the database check
 failing), so that tools reading it always get the shape they parse (issue 22).
+
+A database that accepts connections and answers nothing is bounded too (issue 22: a REST
+read hung 29.7 s): every statement of a request runs under SCHEDVIEW_DB_STATEMENT_TIMEOUT
+(dashboard/runtime/db_deadline.py), and the 503 says "database not answering".
 """
 import logging
 
 import psycopg
-from django.db import InterfaceError, OperationalError, connections
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection, connections
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from psycopg_pool import PoolTimeout
 
 from dashboard.readmodel import health
+from dashboard.runtime.db_deadline import BoundedStatements, NoAnswer
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +53,12 @@ def _probe(alias: str) -> str | None:
 
 def describe(error: BaseException, alias: str = "default") -> str:
     """What a page says about a database error."""
+    if isinstance(error, NoAnswer):
+        return f"database not answering: {error}"
     cause = error.__cause__ or error
+    if isinstance(cause, psycopg.errors.QueryCanceled):
+        return (f"database busy: a query ran past {settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT:g} s "
+                "(SCHEDVIEW_DB_STATEMENT_TIMEOUT) and was cancelled")
     if isinstance(cause, PoolTimeout):
         down = _probe(alias)
         if down is None:
@@ -72,19 +83,22 @@ def unavailable(request, error: BaseException) -> HttpResponse:
 
 
 class DatabaseDownMiddleware:
-    """After AuthenticationMiddleware: loads the session's user itself (the first query of
-    most requests, which would otherwise fail inside a later middleware), and turns a
-    view's database error into the 503 (process_exception)."""
+    """After AuthenticationMiddleware: bounds every statement of the request, loads the
+    session's user itself (the first query of most requests, which would otherwise fail
+    inside a later middleware), and turns a view's database error into the 503
+    (process_exception)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        try:
-            request.user.is_authenticated
-        except DATABASE_ERRORS as error:
-            return unavailable(request, error)
-        return self.get_response(request)
+        with connection.execute_wrapper(
+                BoundedStatements(settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT)):
+            try:
+                request.user.is_authenticated
+            except DATABASE_ERRORS as error:
+                return unavailable(request, error)
+            return self.get_response(request)
 
     def process_exception(self, request, exception):
         if isinstance(exception, DATABASE_ERRORS):
