@@ -76,6 +76,8 @@ MIDDLEWARE = [
     "dashboard.web.middleware.body_limit.BodyLimitMiddleware",
     "dashboard.web.api.unknown.unknown_in_json",  # /api/ answers JSON, even Django's own 404/405
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Every statement of a request within SCHEDVIEW_DB_STATEMENT_TIMEOUT, the session's too.
+    "dashboard.web.middleware.database_down.bounded_statements",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -82,23 +82,34 @@ def unavailable(request, error: BaseException) -> HttpResponse:
     return response
 
 
+def bounded_statements(get_response):
+    """Before SessionMiddleware, so the session's reads and saves are bounded too: every
+    statement of the request within SCHEDVIEW_DB_STATEMENT_TIMEOUT, and a database error
+    met outside the view (a session saved as the response leaves) is the same 503."""
+    def middleware(request):
+        with connection.execute_wrapper(
+                BoundedStatements(settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT)):
+            try:
+                return get_response(request)
+            except DATABASE_ERRORS as error:
+                return unavailable(request, error)
+    return middleware
+
+
 class DatabaseDownMiddleware:
-    """After AuthenticationMiddleware: bounds every statement of the request, loads the
-    session's user itself (the first query of most requests, which would otherwise fail
-    inside a later middleware), and turns a view's database error into the 503
-    (process_exception)."""
+    """After AuthenticationMiddleware: loads the session's user itself (the first query of
+    most requests, which would otherwise fail inside a later middleware), and turns a
+    view's database error into the 503 (process_exception)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
-        with connection.execute_wrapper(
-                BoundedStatements(settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT)):
-            try:
-                request.user.is_authenticated
-            except DATABASE_ERRORS as error:
-                return unavailable(request, error)
-            return self.get_response(request)
+        try:
+            request.user.is_authenticated
+        except DATABASE_ERRORS as error:
+            return unavailable(request, error)
+        return self.get_response(request)
 
     def process_exception(self, request, exception):
         if isinstance(exception, DATABASE_ERRORS):

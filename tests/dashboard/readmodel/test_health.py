@@ -1,5 +1,7 @@
 """The health model: each check judged from figures passed in, then `gather` over the
 read model and the owner's status, the API, the banner and the web's probes."""
+import threading
+import time
 from datetime import datetime, timedelta, timezone as tz
 
 import orjson
@@ -379,3 +381,44 @@ def test_without_an_owner_a_sample_says_so_and_counts_what_was_written(redis_url
     assert sample.binds_stuck is None and sample.feed_backlog is None   # unknown: gaps
     assert sample.feed_lag is None
     assert sample.level == FAIL and sample.problems == {"owner": FAIL, "samples": WARN}
+
+
+@pytest.mark.parametrize("probes, levels", [
+    ([(None, False)], [OK]),
+    ([("OperationalError: refused", False)], [FAIL]),              # an answer: it is down
+    ([("no answer within 2 s", True), (None, False)], [WARN, OK]),  # once slow: a warning
+    ([("no answer within 2 s", True)] * 3, [WARN, FAIL, FAIL]),     # it persists: a failure
+    ([("no answer within 2 s", True), (None, False), ("no answer within 2 s", True)],
+     [WARN, OK, WARN]),
+])
+def test_the_database_check_fails_on_no_answer_only_when_it_persists(probes, levels):
+    watch = health.DatabaseWatch()
+    judged = [watch.check(error, no_answer) for error, no_answer in probes]
+    assert [check.level for check in judged] == levels
+    for check, (error, _) in zip(judged, probes):
+        assert (error or "Answering") in check.message
+
+
+@pytest.mark.django_db
+def test_health_answers_within_its_database_time_when_the_database_hangs(
+        owner_reports, monkeypatch):
+    """A database that answers nothing costs gather DATABASE_TIMEOUT, not a hang, and its
+    check says so (issue 22: health said "database ok" after 9.6 s)."""
+    release = threading.Event()
+    owner_reports(pending=0)
+    health.gather()   # once answering: what a first judgement sets up is not timed below
+    monkeypatch.setattr(health, "DATABASE_TIMEOUT", 0.3)
+    monkeypatch.setattr(health, "_database_watch", health.DatabaseWatch())
+    monkeypatch.setattr(health, "_select_one", lambda timeout: release.wait(30))
+    monkeypatch.setattr(health.probe_database, "__defaults__", (0.3,))
+    try:
+        for level in (WARN, FAIL):
+            started = time.monotonic()
+            judged = health.gather()
+            took = time.monotonic() - started
+            database = next(c for c in judged.checks if c.name == "database")
+            assert (database.level, took < 0.3 + 1.0) == (level, True), (database, took)
+            assert "no answer within 0.3 s" in database.message
+            assert "scheduling" not in [c.name for c in judged.checks]   # it reads the database
+    finally:
+        release.set()
