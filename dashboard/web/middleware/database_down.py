@@ -18,18 +18,17 @@ import logging
 
 import psycopg
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, connections
+from django.db import connection, connections
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from psycopg_pool import PoolTimeout
 
 from dashboard.readmodel import health
-from dashboard.runtime.db_deadline import BoundedStatements, NoAnswer
+from dashboard.runtime.db_deadline import DATABASE_ERRORS, BoundedStatements, NoAnswer
 
 log = logging.getLogger(__name__)
 
-DATABASE_ERRORS = (OperationalError, InterfaceError)
 PROBE_TIMEOUT = 2        # seconds (libpq's least) for the direct attempt after a pool timeout
 RETRY_AFTER = 5          # seconds a client should wait
 HEALTH_URL = "api-v1:health"   # GET /api/v1/health (dashboard/web/api/health.py)
