@@ -76,6 +76,8 @@ MIDDLEWARE = [
     "dashboard.web.middleware.body_limit.BodyLimitMiddleware",
     "dashboard.web.api.unknown.unknown_in_json",  # /api/ answers JSON, even Django's own 404/405
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Every statement of a request within SCHEDVIEW_DB_STATEMENT_TIMEOUT, the session's too.
+    "dashboard.web.middleware.database_down.bounded_statements",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -208,6 +210,14 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # (libpq's connect_timeout, at least 2), so a page says so at once (database_down.py).
     DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
         "connect_timeout", env.int("SCHEDVIEW_DB_CONNECT_TIMEOUT", default=2))
+    # A peer that vanished (a dropped route, a powered-off host) is noticed by TCP within
+    # about 10 s rather than the kernel's 2 hours: keepalives on an idle connection,
+    # tcp_user_timeout on data sent and never acknowledged. A server that accepts and
+    # answers nothing is the client's to time (dashboard/runtime/db_deadline.py).
+    for _option, _value in (("keepalives", 1), ("keepalives_idle", 5),
+                            ("keepalives_interval", 2), ("keepalives_count", 3),
+                            ("tcp_user_timeout", 10_000)):
+        DATABASES["default"]["OPTIONS"].setdefault(_option, _value)
     # SCHEDVIEW_DB_POOL=N keeps up to N connections open in a pool (psycopg's): the web
     # turns it on (asgi.py), whose many short calls each opened one otherwise, and
     # PostgreSQL forks a backend per connection (5-25 ms on a busy 2-core machine). Off
@@ -300,6 +310,17 @@ SCHEDVIEW_EXTENDER_UNSEEN_WAIT = env.float("SCHEDVIEW_EXTENDER_UNSEEN_WAIT", def
 if not 0 <= SCHEDVIEW_EXTENDER_UNSEEN_WAIT <= 10:
     raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_UNSEEN_WAIT must be 0 to 10 seconds, not "
                                f"{SCHEDVIEW_EXTENDER_UNSEEN_WAIT}")
+# Seconds a statement of a page or an API call may take on PostgreSQL (the server cancels
+# it; a server that does not answer at all is given up a second later): past it the request
+# answers 503 naming the database (0: unbounded).
+SCHEDVIEW_DB_STATEMENT_TIMEOUT = env.float("SCHEDVIEW_DB_STATEMENT_TIMEOUT", default=5.0)
+# Seconds one of the owner's database writes (a batch's transaction) may wait on
+# PostgreSQL before its connection is dropped and the write retried on a new one.
+SCHEDVIEW_DB_WRITE_TIMEOUT = env.float("SCHEDVIEW_DB_WRITE_TIMEOUT", default=15.0)
+if SCHEDVIEW_DB_STATEMENT_TIMEOUT < 0 or SCHEDVIEW_DB_WRITE_TIMEOUT <= 0:
+    raise ImproperlyConfigured("SCHEDVIEW_DB_STATEMENT_TIMEOUT must be 0 (unbounded) or "
+                               "positive and SCHEDVIEW_DB_WRITE_TIMEOUT positive, in seconds")
+
 # Seconds the bind verb's Binding POST may take. kube-scheduler's httpTimeout must exceed it
 # plus twice SCHEDVIEW_EXTENDER_TIMEOUT's worst case (the README says how to set it).
 SCHEDVIEW_EXTENDER_BIND_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_BIND_TIMEOUT", default=3.0)

@@ -99,6 +99,8 @@ class OwnerMetrics(Collector):
                  "item's age, or the longest an item applied since the last flush waited"),
                 ("schedview_read_model_backlog", "read_model_backlog",
                  "Changes not yet written to the database the pages read"),
+                ("schedview_write_waiting_seconds", "write_waiting",
+                 "Seconds the database write in progress has taken (0: none in progress)"),
                 ("schedview_binds_stuck", "binds_stuck",
                  "Assumed pods whose bind has not finished in time")):
             gauge = GaugeMetricFamily(name, doc)

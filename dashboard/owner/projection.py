@@ -2,15 +2,17 @@
 
 The owner hands over plain row dicts in batches; this thread upserts and
 deletes them in one transaction per batch. Database latency therefore never
-stalls the cache's one writer; a slow database only makes the bounded queue
-push back.
+stalls the cache's one writer: a slow or hung database only makes the queue's
+batches merge (ProjectionWriter.submit) until it answers.
 """
+import collections
 import logging
-import queue
 import threading
+import time
 
 import orjson
 import psycopg
+from django.conf import settings
 from django.db import (
     InterfaceError,
     OperationalError,
@@ -30,6 +32,7 @@ from dashboard.models import (
 )
 from dashboard.owner.batch import Batch
 from dashboard.owner.fence import StaleTerm, hold_term
+from dashboard.runtime.db_deadline import bounded
 
 log = logging.getLogger(__name__)
 
@@ -186,6 +189,23 @@ def _merged(batches) -> Batch:
     return merged
 
 
+class _Queued:
+    """One place in the writer's queue: a batch and the `then`s of what it holds. `owned`:
+    the batch is the writer's own merge, so later batches may be absorbed into it (a
+    submitter's batch is never changed)."""
+    __slots__ = ("batch", "thens", "owned")
+
+    def __init__(self, batch, then):
+        self.batch, self.thens, self.owned = batch, [then], False
+
+    def absorb(self, batch, then):
+        if not self.owned:
+            self.batch, self.owned = _merged([self.batch, batch]), True
+        else:
+            self.batch.absorb(batch)
+        self.thens.append(then)
+
+
 class ProjectionWriter:
     """A thread that writes submitted batches in order.
 
@@ -193,16 +213,25 @@ class ProjectionWriter:
     queued as one batch, up to MERGED_ROWS rows: its lag then stays one commit
     long instead of growing by a commit per flush, and the pages that wait for a
     flush's publication (`then`) hear of it one commit after the owner let go of it.
+
+    `submit` never blocks the owner's thread (issue 22: a hung database froze it for
+    seconds at a time on a full queue). Past `depth` places, a new batch is absorbed into
+    the last one: rows are keyed (uid, node name), so a later row replaces an earlier one
+    and the memory held stays that of the rows that changed, while transitions and the
+    other lists keep their order. Everything lands, in order, once the database answers.
     """
 
     def __init__(self, depth=32, backoff=None):
-        self._queue = queue.Queue(maxsize=depth)
+        self._depth = depth
+        self._queue = collections.deque()   # of _Queued, oldest first
+        self._closing = False
         self._thread = threading.Thread(target=self._run, name="projection", daemon=True)
         self.written = 0
         self.failed = 0
         self.stale = False     # a batch's term was stale: this writer writes nothing more
-        self._idle = threading.Condition()
+        self._idle = threading.Condition()   # guards the queue and the counts
         self._submitted = 0
+        self._writing_since = None   # monotonic time the write in progress began
         # pauses between tries while the database is unreachable
         self._backoff = backoff or ExponentialWithJitterBackoff(cap=5.0, base=0.25)
 
@@ -211,15 +240,26 @@ class ProjectionWriter:
         return self
 
     def submit(self, batch: Batch, then=None):
-        """Queue `batch`; `then()` runs once it is written (or failed), in submission order."""
+        """Queue `batch`; `then()` runs once it is written (or failed), in submission order.
+        Returns at once, whatever the writer is doing."""
         if batch or then is not None:
             with self._idle:
                 self._submitted += 1
-            self._queue.put((batch, then))
+                if len(self._queue) >= self._depth:
+                    self._queue[-1].absorb(batch, then)
+                else:
+                    self._queue.append(_Queued(batch, then))
+                self._idle.notify_all()
 
     def unwritten(self) -> int:
         """Batches submitted and not yet written (or failed)."""
         return self._submitted - self.written - self.failed
+
+    def writing_for(self) -> float:
+        """Seconds the write in progress has taken so far (retries of an outage included);
+        0 when the writer waits for work. Health says when the writes back up."""
+        since = self._writing_since
+        return 0.0 if since is None else max(0.0, time.monotonic() - since)
 
     def submitted(self) -> int:
         """Batches submitted so far: what `wait_written` waits for."""
@@ -238,7 +278,9 @@ class ProjectionWriter:
                                        timeout)
 
     def close(self, timeout=30):
-        self._queue.put(None)
+        with self._idle:
+            self._closing = True
+            self._idle.notify_all()
         self._thread.join(timeout)
 
     def _write_until_done(self, batch, thens, closing):
@@ -246,14 +288,17 @@ class ProjectionWriter:
 
         While the database is unreachable (OperationalError, InterfaceError) it keeps
         trying, with backoff, so the history loses nothing of what happened meanwhile;
-        the batches that queue up behind are taken into the one it retries, so the owner
-        never waits on a full queue. Any other failure, or being closed, gives up after
+        the batches that queue up behind are taken into the one it retries, so they land
+        in one transaction once it answers. Any other failure, or being closed, gives up after
         ATTEMPTS tries, loudly."""
         failures = 0
         while True:
             close_old_connections()
             try:
-                write(batch)
+                # A database that answers nothing is given up after the bound, and the
+                # write retried on a new connection as after a cut (issue 22).
+                with bounded(connections["default"], settings.SCHEDVIEW_DB_WRITE_TIMEOUT):
+                    write(batch)
                 return thens, closing, "written"
             except StaleTerm as error:
                 log.warning("%s; this owner's writes end (%d pods, %d nodes, %d transitions "
@@ -281,38 +326,36 @@ class ProjectionWriter:
                 batch = _merged([batch, *later])
                 thens.extend(later_thens)
 
-    def _queued(self, first):
-        """`first` and what queued behind it, as one batch; their `then`s in order; and
-        whether a close request came after them."""
-        batches, thens, closing = self._taken(first[0].rows(), [first[0]], [first[1]])
-        return _merged(batches), thens, closing
-
     def _taken(self, rows, batches, thens, limit=MERGED_ROWS):
-        """Add what is queued now to `batches` and `thens`, up to `limit` rows in all;
-        also whether a close request came."""
-        while rows < limit:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return batches, thens, False
-            if item is None:
-                return batches, thens, True
-            batches.append(item[0])
-            thens.append(item[1])
-            rows += item[0].rows()
-        return batches, thens, False
+        """Add what is queued now to `batches` and `thens`, up to `limit` rows in all (at
+        least one place); also whether the writer is closing."""
+        with self._idle:
+            while self._queue and (not batches or rows < limit):
+                place = self._queue.popleft()
+                batches.append(place.batch)
+                thens.extend(place.thens)
+                rows += place.batch.rows()
+            return batches, thens, self._closing
+
+    def _next(self):
+        """Wait for work: what queued, merged, with its `then`s, and whether the writer is
+        closing; None when it closed with nothing queued."""
+        with self._idle:
+            self._idle.wait_for(lambda: self._queue or self._closing)
+            if not self._queue:
+                return None
+        batches, thens, closing = self._taken(0, [], [])
+        return _merged(batches), thens, closing
 
     def _run(self):
         try:
-            closing = False
-            while not closing:
-                item = self._queue.get()
-                if item is None:
-                    return
-                batch, thens, closing = self._queued(item)
+            while (work := self._next()) is not None:
+                batch, thens, closing = work
                 outcome = "stale" if self.stale else "written"
                 if batch and not self.stale:
+                    self._writing_since = time.monotonic()
                     thens, closing, outcome = self._write_until_done(batch, thens, closing)
+                    self._writing_since = None
                 if outcome == "stale":
                     # Nothing after a refused write runs: its publication least of all.
                     self.stale, thens = True, [None] * len(thens)

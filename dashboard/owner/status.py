@@ -18,6 +18,7 @@ def owner_status(owner) -> dict:
             "seq": owner.seq_base + cache.event_seq, "synced": all(owner.synced.values()),
             "feed_backlog": owner.feed.qsize(), "feed_lag": owner.feed_lag.seconds(owner.clock()),
             "read_model_backlog": _unwritten(owner),
+            "write_waiting": _write_waiting(owner),
             "round_robin": round_robin(cache),
             "binds_stuck": len(stuck), "oldest_stuck": _oldest_stuck(owner, stuck),
             "bind_stuck_after": owner.bind_stuck_after, "bind_deadline": owner.bind_deadline,
@@ -49,6 +50,12 @@ def _unwritten(owner) -> int:
     """Changes the read model has yet to show: rows not yet built, batches not yet written."""
     queued = owner.writer.unwritten() if owner.writer is not None else 0
     return owner.rows.backlog() + queued
+
+
+def _write_waiting(owner) -> float:
+    """Seconds the database write in progress has taken: a hung database shows here while
+    the owner goes on (its writer queues and merges, issue 22)."""
+    return round(owner.writer.writing_for(), 1) if owner.writer is not None else 0.0
 
 
 def round_robin(cache) -> dict:

@@ -10,6 +10,7 @@ pools' status, a few indexed queries: nothing per pod) and judges them.
 The thresholds are settings (SCHEDVIEW_HEALTH_*, see the README), most a "warn,fail"
 pair.
 """
+import time
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
@@ -25,6 +26,7 @@ from django.utils import timezone
 
 from dashboard.clients.pools_transport import read_status as read_pools_status
 from dashboard.models import ComparerRun, HealthSample, PodRecord, PodState, Transition
+from dashboard.runtime.db_deadline import DATABASE_ERRORS, NoAnswer, bounded
 from dashboard.runtime.weather import Weather, injected
 from dashboard.wire.clients import redis_client
 from dashboard.readmodel.read_model import (
@@ -39,7 +41,11 @@ from dashboard.readmodel.read_model import (
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 _RANK = {OK: 0, WARN: 1, FAIL: 2}
-REACH_TIMEOUT = 1.0      # seconds the database and Redis have to answer a probe
+REACH_TIMEOUT = 1.0      # seconds Redis has to answer a probe
+# Seconds the database has, in all, for a health judgement's queries (the probe's, then the
+# checks' that read it): health answers within about this, whatever the database does.
+DATABASE_TIMEOUT = 2.0
+WRITE_WAIT = 5.0         # seconds an owner's database write may take before health warns
 SHARED_FOR = 2.0         # seconds a process's pages share one judgement (current())
 CURRENT_KEY = "schedview:health"   # ... under this key of the process's local cache
 # Transitions that are scheduling progress: a pod assumed by the extender, or bound by
@@ -135,6 +141,10 @@ def owner_check(owner: OwnerStatus) -> Check:
     if owner.state == "unreachable":
         return Check("owner", "Cache owner", FAIL,
                      f"Owner status unknown: Redis did not answer ({owner.error})", link)
+    if owner.state == "stale":
+        return Check("owner", "Cache owner", FAIL,
+                     f"The cache owner's last report is {owner.age:,.0f} s old: it stopped "
+                     "(killed or hung); a standby takes the lease once it expires", link)
     if not owner.live:
         return Check("owner", "Cache owner", FAIL,
                      "No cache owner has reported in the last 10 s: is `manage.py watch` "
@@ -196,10 +206,20 @@ def silent_watches(owner: OwnerStatus) -> list[tuple[str, float]]:
 
 
 def read_model_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
-    return _backlog_check("read_model", "Pages' data", owner, owner.read_model_backlog,
-                          thresholds.read_model_backlog,
-                          "{:,} changes are not on these pages yet: the database writes lag",
-                          "Up to date ({:,} changes being written)")
+    """The backlog, graded; and a write that has waited on the database past WRITE_WAIT
+    warns at least, whatever the backlog: the owner goes on meanwhile and the changes
+    merge in its writer's queue, so the backlog alone can look small (issue 22)."""
+    check = _backlog_check("read_model", "Pages' data", owner, owner.read_model_backlog,
+                           thresholds.read_model_backlog,
+                           "{:,} changes are not on these pages yet: the database writes lag",
+                           "Up to date ({:,} changes being written)")
+    waiting = (owner.write_waiting or 0) if owner.live else 0
+    if waiting < WRITE_WAIT:
+        return check
+    message = (f"A database write has waited {waiting:,.0f} s: is the database answering? "
+               f"{owner.read_model_backlog or 0:,} changes are not on these pages yet")
+    return Check(check.name, check.title, max(check.level, WARN, key=_RANK.__getitem__),
+                 message, check.link)
 
 
 @dataclass(frozen=True)
@@ -345,13 +365,36 @@ def reachability_check(name: str, title: str, error: str | None) -> Check:
     return Check(name, title, OK, "Answering")
 
 
+class DatabaseWatch:
+    """The database check, judged over successive probes of a process: a database that
+    refuses or errs fails at once; one that does not answer within DATABASE_TIMEOUT warns
+    the first time (a busy machine can be that slow once: under load health said
+    database=fail falsely, issue 22) and fails when the next probe does not answer either."""
+
+    def __init__(self):
+        self.unanswered = 0   # probes in a row that got no answer in time
+
+    def check(self, error: str | None, no_answer: bool) -> Check:
+        self.unanswered = self.unanswered + 1 if no_answer else 0
+        if no_answer and self.unanswered == 1:
+            return Check("database", "Database", WARN,
+                         f"Slow: {error} (once; it fails if the next probe gets none)")
+        if no_answer:
+            return Check("database", "Database", FAIL,
+                         f"Not answering: {error} ({self.unanswered} probes in a row)")
+        return reachability_check("database", "Database", error)
+
+
+_database_watch = DatabaseWatch()
+
+
 # --- reading the figures --------------------------------------------------------------------
 _prober = ThreadPoolExecutor(max_workers=1, thread_name_prefix="health-probe")
 
 
-def _select_one():
+def _select_one(timeout: float):
     try:
-        with connection.cursor() as cursor:
+        with bounded(connection, timeout), connection.cursor() as cursor:
             cursor.execute("SELECT 1")
     except Exception:
         connection.close()   # the next probe connects afresh
@@ -360,16 +403,26 @@ def _select_one():
         connection.close_if_unusable_or_obsolete()
 
 
-def database_error(timeout: float = REACH_TIMEOUT) -> str | None:
-    """None when the database answers a query within `timeout`, else why not. Run in a
-    thread of its own, so a database that hangs costs the caller `timeout`, not a hang."""
+def _no_answer(seconds: float) -> str:
+    return f"no answer within {seconds:g} s"
+
+
+def probe_database(timeout: float = DATABASE_TIMEOUT) -> tuple[str | None, bool]:
+    """(None, False) when the database answers a query within `timeout`, else (why not,
+    whether it simply did not answer). Run in a thread of its own, whose connection the
+    same deadline ends, so a database that hangs costs the caller `timeout`, not a hang."""
     try:
-        _prober.submit(_select_one).result(timeout)
-    except FutureTimeout:
-        return f"no answer within {timeout:g} s"
+        _prober.submit(_select_one, timeout).result(timeout)
+    except (FutureTimeout, NoAnswer):
+        return _no_answer(timeout), True
     except Exception as exc:
-        return f"{type(exc).__name__}: {exc}".strip()
-    return None
+        return f"{type(exc).__name__}: {exc}".strip(), False
+    return None, False
+
+
+def database_error(timeout: float = DATABASE_TIMEOUT) -> str | None:
+    """None when the database answers a query within `timeout`, else why not."""
+    return probe_database(timeout)[0]
 
 
 _probe_clients = {}
@@ -408,28 +461,44 @@ def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> Sch
     return SchedulingProgress(pending, then, progressed, oldest, window, top)
 
 
+def _database_checks(owner: OwnerStatus, now: datetime, thresholds: Thresholds) -> list:
+    """The checks that read the database (a few indexed queries)."""
+    stuck = owner.counters.get("binds_stuck", 0) if owner.live else None
+    oldest_stuck = (owner.counters.get("oldest_stuck") or {}).get("uid")
+    finished, failed, _ = bind_failures(now, thresholds.window)
+    return [scheduling_check(scheduling_progress(owner, now, thresholds.window)),
+            stuck_binds_check(stuck, oldest_stuck, thresholds),
+            comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
+                           thresholds),
+            bind_failures_check(finished, failed, thresholds),
+            samples_check(HealthSample.objects.filter(at__lte=now).order_by("-at")
+                          .values_list("at", flat=True).first(), now,
+                          settings.SCHEDVIEW_SAMPLE_PERIOD)]
+
+
 def gather(now: datetime | None = None, thresholds: Thresholds | None = None,
            owner: OwnerStatus | None = None) -> Health:
     """The health now, from what the processes report (a few indexed queries)."""
     now = now or timezone.now()
     thresholds = thresholds or Thresholds.from_settings()
-    database = reachability_check("database", "Database", database_error())
-    checks = [reachability_check("redis", "Redis", redis_error()), database]
+    started = time.monotonic()
+    error, no_answer = probe_database()
+    redis_check = reachability_check("redis", "Redis", redis_error())
     owner = owner or owner_status()
-    checks += [owner_check(owner), feed_check(owner, thresholds),
-               read_model_check(owner, thresholds)]
-    if database.ok:   # the rest reads the database
-        stuck = owner.counters.get("binds_stuck", 0) if owner.live else None
-        oldest_stuck = (owner.counters.get("oldest_stuck") or {}).get("uid")
-        finished, failed, _ = bind_failures(now, thresholds.window)
-        checks += [scheduling_check(scheduling_progress(owner, now, thresholds.window)),
-                   stuck_binds_check(stuck, oldest_stuck, thresholds),
-                   comparer_check(ComparerRun.objects.order_by("-at", "-id").first(), now,
-                                  thresholds),
-                   bind_failures_check(finished, failed, thresholds),
-                   samples_check(HealthSample.objects.filter(at__lte=now).order_by("-at")
-                                 .values_list("at", flat=True).first(), now,
-                                 settings.SCHEDVIEW_SAMPLE_PERIOD)]
+    checks = [redis_check]
+    owner_checks = [owner_check(owner), feed_check(owner, thresholds),
+                    read_model_check(owner, thresholds)]
+    database_checks = []
+    if error is None:   # the rest reads the database, within what is left of its time
+        left = max(0.2, DATABASE_TIMEOUT - (time.monotonic() - started))
+        try:
+            with bounded(connection, left):
+                database_checks = _database_checks(owner, now, thresholds)
+        except DATABASE_ERRORS as exc:
+            no_answer = isinstance(exc, NoAnswer)
+            error = _no_answer(DATABASE_TIMEOUT) if no_answer else (
+                f"{type(exc).__name__}: {exc}".strip())
+    checks += [_database_watch.check(error, no_answer), *owner_checks, *database_checks]
     checks.append(pools_check(read_pools_status(), thresholds))
     return Health(tuple(checks), now.timestamp(), owner.feed_backlog if owner.live else None,
                   owner.feed_lag if owner.live else None,

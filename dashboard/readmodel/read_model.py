@@ -35,7 +35,7 @@ from dashboard.models import (
 )
 from dashboard.runtime import supervised
 from dashboard.wire.clients import redis_client
-from dashboard.wire.keys import OWNER_STATUS
+from dashboard.wire.keys import OWNER_STATUS, OWNER_STATUS_TTL
 from dashboard.wire.tasks import QUEUE as CELERY_QUEUE
 
 MIB = 1024**2
@@ -332,15 +332,23 @@ def bind_health(now=None) -> BindHealth:
 # --- the owner ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class OwnerStatus:
-    """The owner's live counters from Redis. state: "live", "absent" (no owner wrote them
-    in the last dashboard.wire.keys.OWNER_STATUS_TTL seconds) or "unreachable" (Redis did not answer)."""
+    """The owner's live counters from Redis. state: "live", "stale" (written longer ago
+    than status_stale_after(): its owner stopped), "absent" (no owner wrote them in the
+    last dashboard.wire.keys.OWNER_STATUS_TTL seconds) or "unreachable" (Redis did not
+    answer)."""
     state: str
     counters: dict = field(default_factory=dict)
     error: str = ""
+    age: float = 0.0   # seconds since the owner wrote them
 
     @property
     def live(self) -> bool:
         return self.state == "live"
+
+    @property
+    def gone(self) -> bool:
+        """No owner reports now (Redis answered): none wrote, or the one that did stopped."""
+        return self.state in ("absent", "stale")
 
     @property
     def synced(self) -> bool:
@@ -378,6 +386,11 @@ class OwnerStatus:
         return self.counters.get("read_model_backlog")
 
     @property
+    def write_waiting(self):
+        """Seconds the owner's database write in progress has taken (0: none)."""
+        return self.counters.get("write_waiting")
+
+    @property
     def generation(self):
         return self.counters.get("generation")
 
@@ -387,17 +400,32 @@ class OwnerStatus:
         return ago(time.time() - at) if at else ""
 
 
+def status_stale_after() -> float:
+    """Seconds past which the owner's status is from an owner that stopped: a leader
+    writes it every flush (0.1 s) and renews its lease every SCHEDVIEW_LEASE_RETRY_PERIOD,
+    so a status older than half again that period outlived its writer (a kill -9 or a
+    hang; issue 22: health said "Leading and synced" for 5 s after a kill -9)."""
+    return 1.5 * settings.SCHEDVIEW_LEASE_RETRY_PERIOD
+
+
 def owner_status() -> OwnerStatus:
+    """The status and its age as Redis counts it (from the key's remaining time to live,
+    so the web's and the owner's clocks need not agree)."""
     try:
-        raw = redis_client(settings.REDIS_URL).get(OWNER_STATUS)
+        pipe = redis_client(settings.REDIS_URL).pipeline(transaction=False)
+        raw, remaining_ms = pipe.get(OWNER_STATUS).pttl(OWNER_STATUS).execute()
     except redis.RedisError as exc:
         return OwnerStatus("unreachable", error=str(exc))
     if raw is None:
         return OwnerStatus("absent")
     try:
-        return OwnerStatus("live", orjson.loads(raw))
+        counters = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return OwnerStatus("unreachable", error=f"unreadable status: {exc}")
+    age = OWNER_STATUS_TTL - remaining_ms / 1000 if remaining_ms >= 0 else 0.0
+    if age > status_stale_after():
+        return OwnerStatus("stale", counters, age=round(age, 1))
+    return OwnerStatus("live", counters, age=round(age, 1))
 
 
 # --- snapshot and comparer ------------------------------------------------------------------

@@ -9,21 +9,26 @@ server's address. When the pool only says it had no connection in time, one dire
 connection attempt tells whether the database is down (and why) or merely busy.
 `GET /api/v1/health` answers its health document all the same (the database check
 failing), so that tools reading it always get the shape they parse (issue 22).
+
+A database that accepts connections and answers nothing is bounded too (issue 22: a REST
+read hung 29.7 s): every statement of a request runs under SCHEDVIEW_DB_STATEMENT_TIMEOUT
+(dashboard/runtime/db_deadline.py), and the 503 says "database not answering".
 """
 import logging
 
 import psycopg
-from django.db import InterfaceError, OperationalError, connections
+from django.conf import settings
+from django.db import connection, connections
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.urls import reverse
 from psycopg_pool import PoolTimeout
 
 from dashboard.readmodel import health
+from dashboard.runtime.db_deadline import DATABASE_ERRORS, BoundedStatements, NoAnswer
 
 log = logging.getLogger(__name__)
 
-DATABASE_ERRORS = (OperationalError, InterfaceError)
 PROBE_TIMEOUT = 2        # seconds (libpq's least) for the direct attempt after a pool timeout
 RETRY_AFTER = 5          # seconds a client should wait
 HEALTH_URL = "api-v1:health"   # GET /api/v1/health (dashboard/web/api/health.py)
@@ -47,7 +52,12 @@ def _probe(alias: str) -> str | None:
 
 def describe(error: BaseException, alias: str = "default") -> str:
     """What a page says about a database error."""
+    if isinstance(error, NoAnswer):
+        return f"database not answering: {error}"
     cause = error.__cause__ or error
+    if isinstance(cause, psycopg.errors.QueryCanceled):
+        return (f"database busy: a query ran past {settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT:g} s "
+                "(SCHEDVIEW_DB_STATEMENT_TIMEOUT) and was cancelled")
     if isinstance(cause, PoolTimeout):
         down = _probe(alias)
         if down is None:
@@ -69,6 +79,20 @@ def unavailable(request, error: BaseException) -> HttpResponse:
                                                  {"message": message}), status=503)
     response["Retry-After"] = str(RETRY_AFTER)
     return response
+
+
+def bounded_statements(get_response):
+    """Before SessionMiddleware, so the session's reads and saves are bounded too: every
+    statement of the request within SCHEDVIEW_DB_STATEMENT_TIMEOUT, and a database error
+    met outside the view (a session saved as the response leaves) is the same 503."""
+    def middleware(request):
+        with connection.execute_wrapper(
+                BoundedStatements(settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT)):
+            try:
+                return get_response(request)
+            except DATABASE_ERRORS as error:
+                return unavailable(request, error)
+    return middleware
 
 
 class DatabaseDownMiddleware:

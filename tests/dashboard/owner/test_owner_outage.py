@@ -50,6 +50,9 @@ class Writer:
     def unwritten(self):
         return 0
 
+    def writing_for(self):
+        return 0.0
+
     def transitions(self):
         return [t["kind"] for b in self.batches for t in b.transitions]
 

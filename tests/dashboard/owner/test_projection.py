@@ -1,6 +1,7 @@
 """The writer thread: a writer that fell behind writes what queued as one transaction,
 in order (later rows win, deletes included), and still runs every batch's `then`; a
 database outage is waited out, and nothing submitted meanwhile is lost."""
+import functools
 import threading
 
 import pytest
@@ -146,3 +147,66 @@ def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(mo
     assert tries[-1] == 2                              # the later batch went with the first
     assert sorted(Transition.objects.values_list("seq", flat=True)) == [1, 2]
     assert sorted(PodRecord.objects.values_list("uid", flat=True)) == ["a", "b"]
+
+
+def test_submit_never_waits_on_a_hung_writer_and_everything_lands_after(writes):
+    """Issue 22: a database that answers nothing froze the owner's thread on a full queue.
+    Here the writer hangs in a write while ten times its depth of batches is submitted:
+    every submit returns at once, the queue holds no more than its depth of places, and
+    once the writer resumes every row, transition and `then` lands, in order."""
+    writer = ProjectionWriter(depth=4).start()
+    held, release, order = threading.Event(), threading.Event(), []
+
+    def hold():
+        held.set()
+        release.wait(30)
+    submitted = threading.Event()
+
+    def submit_many():
+        for seq in range(2, 42):
+            uid = f"p{seq % 5}"
+            writer.submit(Batch(pods={uid: row(uid, "Added", seq)},
+                                transitions=[transition(seq, uid)]),
+                          then=functools.partial(order.append, seq))
+        submitted.set()
+    try:
+        writer.submit(Batch(pods={"a": row("a", "Added", 1)}), then=hold)
+        assert held.wait(10)
+        owner_thread = threading.Thread(target=submit_many)
+        owner_thread.start()
+        assert submitted.wait(5), "submit blocked on the hung writer"
+        assert len(writer._queue) <= 4
+        assert writer.unwritten() == 41
+        assert writer.writing_for() == 0.0   # the writer is in a `then`, not a write
+        release.set()
+        assert writer.wait_idle(10)
+        owner_thread.join(5)
+    finally:
+        release.set()
+        writer.close()
+    assert order == list(range(2, 42))
+    assert sorted(Transition.objects.values_list("seq", flat=True)) == list(range(2, 42))
+    assert dict(PodRecord.objects.exclude(uid="a").values_list("uid", "seq")) == {
+        f"p{r}": max(seq for seq in range(2, 42) if seq % 5 == r) for r in range(5)}
+    assert (writer.written, writer.failed) == (41, 0)
+
+
+def test_writing_for_counts_the_write_in_progress(monkeypatch):
+    started, release = threading.Event(), threading.Event()
+
+    def write(batch):
+        started.set()
+        release.wait(30)
+    monkeypatch.setattr(projection, "write", write)
+    writer = ProjectionWriter().start()
+    try:
+        assert writer.writing_for() == 0.0
+        writer.submit(Batch(pods={"a": row("a", "Added", 1)}))
+        assert started.wait(10)
+        wait_for(lambda: writer.writing_for() > 0.05, 5, "the write to be counted")
+        release.set()
+        assert writer.wait_idle(10)
+        assert writer.writing_for() == 0.0
+    finally:
+        release.set()
+        writer.close()

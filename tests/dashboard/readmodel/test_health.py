@@ -1,5 +1,7 @@
 """The health model: each check judged from figures passed in, then `gather` over the
 read model and the owner's status, the API, the banner and the web's probes."""
+import threading
+import time
 from datetime import datetime, timedelta, timezone as tz
 
 import orjson
@@ -38,6 +40,18 @@ def test_owner_absent_fails_syncing_warns_synced_is_ok():
 def test_feed_and_read_model_backlogs_by_threshold(backlog, level):
     assert health.feed_check(live(feed_backlog=backlog), T).level == level
     assert health.read_model_check(live(read_model_backlog=backlog), T).level == level
+
+
+@pytest.mark.parametrize("waiting, backlog, level, says", [
+    (0.0, 3, OK, "Up to date (3 changes being written)"),
+    (4.9, 3, OK, "Up to date (3 changes being written)"),
+    (5.0, 3, WARN, "A database write has waited 5 s: is the database answering? 3 changes"),
+    (31.0, 1500, FAIL, "A database write has waited 31 s"),
+])
+def test_a_write_waiting_on_the_database_warns_whatever_the_backlog(waiting, backlog, level,
+                                                                     says):
+    check = health.read_model_check(live(read_model_backlog=backlog, write_waiting=waiting), T)
+    assert (check.level, check.message.startswith(says)) == (level, True), check.message
 
 
 @pytest.mark.parametrize("lag, level", [(0.0, OK), (4.9, OK), (5.0, WARN), (30.0, FAIL)])
@@ -273,6 +287,31 @@ def test_gather_reads_stuck_binds_from_the_owner_and_links_the_oldest(owner_repo
     assert check.level == OK
 
 
+@pytest.mark.parametrize("written_ago, state", [(0, "live"), (2.5, "live"), (3.2, "stale"),
+                                                (9.5, "stale")])
+def test_a_status_older_than_the_renewal_bound_is_from_an_owner_that_stopped(
+        redis_url, settings, written_ago, state):
+    """Issue 22: after a kill -9 health said "Leading and synced" until the status key
+    expired. Its age is read from the key's time to live (the owner sets 10 s): past 1.5
+    lease renewal periods (3 s here) no owner is leading."""
+    settings.SCHEDVIEW_LEASE_RETRY_PERIOD = 2.0
+    client = redis_client(settings.REDIS_URL)
+    client.set(OWNER_STATUS, orjson.dumps({"synced": True}),
+               px=int((read_model.OWNER_STATUS_TTL - written_ago) * 1000))
+    try:
+        status = read_model.owner_status()
+    finally:
+        client.delete(OWNER_STATUS)
+    assert (status.state, status.live) == (state, state == "live")
+    assert status.age == pytest.approx(written_ago, abs=0.4)
+    check = health.owner_check(status)
+    if state == "stale":
+        assert check.level == FAIL and check.message.startswith(
+            f"The cache owner's last report is {written_ago:.0f} s old: it stopped")
+    else:
+        assert (check.level, check.message.startswith("Leading and synced")) == (OK, True)
+
+
 @pytest.mark.django_db
 def test_without_an_owner_gather_fails_on_it(redis_url):
     redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
@@ -362,3 +401,44 @@ def test_without_an_owner_a_sample_says_so_and_counts_what_was_written(redis_url
     assert sample.binds_stuck is None and sample.feed_backlog is None   # unknown: gaps
     assert sample.feed_lag is None
     assert sample.level == FAIL and sample.problems == {"owner": FAIL, "samples": WARN}
+
+
+@pytest.mark.parametrize("probes, levels", [
+    ([(None, False)], [OK]),
+    ([("OperationalError: refused", False)], [FAIL]),              # an answer: it is down
+    ([("no answer within 2 s", True), (None, False)], [WARN, OK]),  # once slow: a warning
+    ([("no answer within 2 s", True)] * 3, [WARN, FAIL, FAIL]),     # it persists: a failure
+    ([("no answer within 2 s", True), (None, False), ("no answer within 2 s", True)],
+     [WARN, OK, WARN]),
+])
+def test_the_database_check_fails_on_no_answer_only_when_it_persists(probes, levels):
+    watch = health.DatabaseWatch()
+    judged = [watch.check(error, no_answer) for error, no_answer in probes]
+    assert [check.level for check in judged] == levels
+    for check, (error, _) in zip(judged, probes):
+        assert (error or "Answering") in check.message
+
+
+@pytest.mark.django_db
+def test_health_answers_within_its_database_time_when_the_database_hangs(
+        owner_reports, monkeypatch):
+    """A database that answers nothing costs gather DATABASE_TIMEOUT, not a hang, and its
+    check says so (issue 22: health said "database ok" after 9.6 s)."""
+    release = threading.Event()
+    owner_reports(pending=0)
+    health.gather()   # once answering: what a first judgement sets up is not timed below
+    monkeypatch.setattr(health, "DATABASE_TIMEOUT", 0.3)
+    monkeypatch.setattr(health, "_database_watch", health.DatabaseWatch())
+    monkeypatch.setattr(health, "_select_one", lambda timeout: release.wait(30))
+    monkeypatch.setattr(health.probe_database, "__defaults__", (0.3,))
+    try:
+        for level in (WARN, FAIL):
+            started = time.monotonic()
+            judged = health.gather()
+            took = time.monotonic() - started
+            database = next(c for c in judged.checks if c.name == "database")
+            assert (database.level, took < 0.3 + 1.0) == (level, True), (database, took)
+            assert "no answer within 0.3 s" in database.message
+            assert "scheduling" not in [c.name for c in judged.checks]   # it reads the database
+    finally:
+        release.set()
