@@ -37,7 +37,9 @@ COMPRESSION = 6            # zlib level: a checkpoint is written once a few minu
 
 # A pod: [namespace, name, node, state, binding_finished, requested, non_zero, priority]
 NAMESPACE, NAME, NODE, STATE, BOUND, REQUESTED, NON_ZERO, PRIORITY = range(8)
-# A node: [zone key, allocatable, has_node, unschedulable, taints, images, generation]
+# A node: [[region, zone], allocatable, has_node, unschedulable, taints, images, generation]
+# (the zone as a pair: the NodeTree's key joins them with a NUL, which PostgreSQL's JSON
+# refuses)
 ZONE, ALLOCATABLE, HAS_NODE, UNSCHEDULABLE, TAINTS, IMAGES, GENERATION = range(7)
 
 # The transitions that set a pod (with the requests its `replay` carries), and that take
@@ -72,16 +74,24 @@ def add_entry(total: list, entry) -> None:
         total[4][name] = total[4].get(name, 0) + amount
 
 
-def zone_display(key: str) -> str:
-    """A NodeTree zone key ("region:\\x00:zone") as people write it ("region/zone")."""
+NO_ZONE = ["", ""]
+
+
+def zone_pair(key: str) -> list:
+    """A NodeTree zone key ("region:\\x00:zone") as [region, zone]."""
     region, _, zone = (key or "").partition(":\x00:")
+    return [region, zone]
+
+
+def zone_display(pair) -> str:
+    """[region, zone] as people write it ("region/zone"), as the read model's rows do."""
+    region, zone = pair
     return f"{region}/{zone}" if region else zone
 
 
-def _node_object(name: str, zone_key: str) -> dict:
-    """The least node the NodeTree files under `zone_key`."""
-    region, _, zone = zone_key.partition(":\x00:")
-    labels = {k: v for k, v in ((REGION_LABEL, region), (ZONE_LABEL, zone)) if v}
+def _node_object(name: str, pair) -> dict:
+    """The least node the NodeTree files under the zone `pair`."""
+    labels = {k: v for k, v in zip((REGION_LABEL, ZONE_LABEL), pair) if v}
     return {"metadata": {"name": name, "labels": labels}}
 
 
@@ -93,12 +103,12 @@ def pod_replay(info) -> list:
 
 
 def node_replay(info, zone_key: str) -> list:
-    """A NodeInfo as a node transition's `replay`: [zone key, allocatable, unschedulable,
-    taints, images]."""
+    """A NodeInfo as a node transition's `replay`: [[region, zone], allocatable,
+    unschedulable, taints, images]."""
     spec = (info.node or {}).get("spec") or {}
     taints = [{"key": t.get("key", ""), "value": t.get("value", ""),
                "effect": t.get("effect", "")} for t in spec.get("taints") or ()]
-    return [zone_key or "", resource_entry(info.allocatable), bool(spec.get("unschedulable")),
+    return [zone_pair(zone_key), resource_entry(info.allocatable), bool(spec.get("unschedulable")),
             taints, len(info.image_states)]
 
 
@@ -125,7 +135,7 @@ class ClusterState:
                 nodes[name] = [replay[0], replay[1], True, replay[2], replay[3], replay[4],
                                info.generation]
             else:
-                nodes[name] = ["", list(NOTHING), False, False, [], 0, info.generation]
+                nodes[name] = [NO_ZONE, list(NOTHING), False, False, [], 0, info.generation]
             for pod in info.pods:
                 bound = assumed.get(pod.key)
                 requested, non_zero, priority = pod_replay(pod)
@@ -135,7 +145,7 @@ class ClusterState:
         return cls(seq, pods, nodes, _tree(zones))
 
     def encode(self) -> bytes:
-        zones = [[zone, self.tree.nodes_in(zone)] for zone in self.tree.zones]
+        zones = [[zone_pair(zone), self.tree.nodes_in(zone)] for zone in self.tree.zones]
         return zlib.compress(orjson.dumps({"format": FORMAT, "seq": self.seq, "pods": self.pods,
                                            "nodes": self.nodes, "zones": zones}), COMPRESSION)
 
@@ -144,7 +154,7 @@ class ClusterState:
         doc = orjson.loads(zlib.decompress(blob))
         if doc.get("format") != FORMAT:
             raise ValueError(f"a checkpoint of format {doc.get('format')!r}; this reads {FORMAT}")
-        return cls(doc["seq"], doc["pods"], doc["nodes"], _tree(doc["zones"]))
+        return cls(doc["seq"], doc["pods"], doc["nodes"], _tree(doc["zones"], paired=True))
 
     # --- replaying the history ----------------------------------------------------------
     def replay(self, seq, kind, key, namespace, name, node, generation, replay) -> None:
@@ -176,10 +186,9 @@ class ClusterState:
             self.nodes[key] = [zone, allocatable, True, unschedulable, taints, images,
                                generation]
         elif kind == NODE_REMOVED:
-            self.tree.remove_node(_node_object(key, ""))
-            node_list = self.nodes.get(key)
-            if node_list is not None:
-                self.nodes[key] = ["", list(NOTHING), False, False, [], 0, generation]
+            self.tree.remove_node(_node_object(key, NO_ZONE))
+            if key in self.nodes:
+                self.nodes[key] = [NO_ZONE, list(NOTHING), False, False, [], 0, generation]
         elif kind == OWNER_LEADING:
             # A new owner's cache starts empty and fills from its own lists.
             self.pods, self.nodes, self.tree = {}, {}, NodeTree()
@@ -190,7 +199,8 @@ class ClusterState:
         node = self.nodes.get(node_name)
         if node is None:
             if node_name:
-                self.nodes[node_name] = ["", list(NOTHING), False, False, [], 0, generation]
+                self.nodes[node_name] = [NO_ZONE, list(NOTHING), False, False, [], 0,
+                                         generation]
             return
         node[GENERATION] = generation
 
@@ -202,9 +212,10 @@ class ClusterState:
             del self.nodes[name]
 
 
-def _tree(zones) -> NodeTree:
+def _tree(zones, paired=False) -> NodeTree:
+    """A NodeTree of [(zone, [names in order])], the zone a key (or [region, zone] pair)."""
     tree = NodeTree()
     for zone, names in zones:
         for name in names:
-            tree.add_node(_node_object(name, zone))
+            tree.add_node(_node_object(name, zone if paired else zone_pair(zone)))
     return tree

@@ -39,6 +39,7 @@ from dashboard.readmodel.cluster_state import (
     add_entry,
     resource_dict,
     zone_display,
+    zone_pair,
 )
 from dashboard.readmodel.read_model import RECENT, STATES
 
@@ -121,26 +122,36 @@ _kept_lock = Lock()
 
 
 def state_at(seq: int) -> ClusterState:
-    """The cache at `seq` (Gone when it is not kept). The result is shared: do not change it."""
+    """The cache at `seq` (Gone when it is not kept). The result is shared: do not change it.
+
+    Whether the moment is kept is asked every time (two indexed reads); only its
+    reconstruction is reused, keyed by the checkpoint it started from as well."""
+    checkpoint = (Checkpoint.objects.filter(seq__lte=seq).order_by("-seq")
+                  .values_list("pk", "seq").first())
+    if checkpoint is None or checkpoint[1] + 1 < PrunedHistory.floor():
+        raise Gone(f"sequence number {seq} is before the oldest moment kept{_oldest_text()}")
+    key = (checkpoint[0], seq)
     with _kept_lock:
-        state = _kept.get(seq)
+        state = _kept.get(key)
         if state is not None:
-            _kept.move_to_end(seq)
+            _kept.move_to_end(key)
             return state
-    state = _reconstructed(seq)
+    state = _reconstructed(checkpoint[0], seq)
     with _kept_lock:
-        _kept[seq] = state
+        _kept[key] = state
         while len(_kept) > KEPT_STATES:
             _kept.popitem(last=False)
     return state
 
 
-def _reconstructed(seq: int) -> ClusterState:
-    checkpoint = (Checkpoint.objects.filter(seq__lte=seq).order_by("-seq")
-                  .only("seq", "state").first())
-    floor = PrunedHistory.floor()
-    if checkpoint is None or checkpoint.seq + 1 < floor:
-        raise Gone(f"sequence number {seq} is before the oldest moment kept{_oldest_text()}")
+def forget_reconstructions() -> None:
+    """Drop the reconstructions this process keeps (a test's database starts afresh)."""
+    with _kept_lock:
+        _kept.clear()
+
+
+def _reconstructed(checkpoint_pk: int, seq: int) -> ClusterState:
+    checkpoint = Checkpoint.objects.only("seq", "state").get(pk=checkpoint_pk)
     state = ClusterState.decoded(bytes(checkpoint.state))
     rows = (Transition.objects.filter(seq__gt=checkpoint.seq, seq__lte=seq).order_by("seq")
             .values_list("seq", "kind", "key", "namespace", "name", "node", "generation",
@@ -198,6 +209,16 @@ class Moment:
                 "nodes": len(self.state.nodes),
                 "missing_nodes": sum(not n[HAS_NODE] for n in self.state.nodes.values())}
 
+    def totals(self) -> dict:
+        """Requested and allocatable CPU (millicores) and memory (bytes) over all nodes."""
+        requested, allocatable = [0, 0, 0, 0, {}], [0, 0, 0, 0, {}]
+        for pod in self.state.pods.values():
+            add_entry(requested, pod[REQUESTED])
+        for node in self.state.nodes.values():
+            add_entry(allocatable, node[ALLOCATABLE] or NOTHING)
+        return {"cpu_requested": requested[0], "cpu_allocatable": allocatable[0],
+                "memory_requested": requested[1], "memory_allocatable": allocatable[1]}
+
     def tree_index(self) -> dict:
         return {name: i for i, name in enumerate(self.state.tree.list())}
 
@@ -247,7 +268,7 @@ class Moment:
         """Zones in NodeTree order, each with its nodes in list() order."""
         tree = self.state.tree
         index = self.tree_index()
-        return [{"zone": zone_display(zone),
+        return [{"zone": zone_display(zone_pair(zone)),
                  "nodes": sorted(tree.nodes_in(zone), key=index.__getitem__)}
                 for zone in tree.zones]
 
