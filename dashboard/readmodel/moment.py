@@ -7,14 +7,18 @@ latest transition at or before it). A moment the history no longer covers (befor
 oldest checkpoint, or before what pruning kept) is `Gone` (the API's 410), never a
 reconstruction from half the history; `at` that names no moment is `BadMoment` (400).
 """
+import gc
 import re
 from collections import OrderedDict
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from threading import Lock
 
-from django.db.models import Count, Max
+import orjson
+from django.db.models import Count, Max, TextField
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from dashboard.models import Checkpoint, PrunedHistory, Transition
@@ -136,12 +140,27 @@ def state_at(seq: int) -> ClusterState:
         if state is not None:
             _kept.move_to_end(key)
             return state
-    state = _reconstructed(checkpoint[0], seq)
+    with _collector_paused():
+        state = _reconstructed(checkpoint[0], seq)
     with _kept_lock:
         _kept[key] = state
         while len(_kept) > KEPT_STATES:
             _kept.popitem(last=False)
     return state
+
+
+@contextmanager
+def _collector_paused():
+    """No cyclic garbage collection while a reconstruction builds its hundreds of thousands
+    of lists (none of them cyclic): the collector's passes over them cost more than the
+    reconstruction itself (bench/timetravel_bench.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def forget_reconstructions() -> None:
@@ -153,11 +172,15 @@ def forget_reconstructions() -> None:
 def _reconstructed(checkpoint_pk: int, seq: int) -> ClusterState:
     checkpoint = Checkpoint.objects.only("seq", "state").get(pk=checkpoint_pk)
     state = ClusterState.decoded(bytes(checkpoint.state))
+    # `replay` as text, parsed by orjson: the JSON field's own decoding (the standard
+    # library's, row by row) costs several times the rest of the replay.
     rows = (Transition.objects.filter(seq__gt=checkpoint.seq, seq__lte=seq).order_by("seq")
+            .annotate(replay_text=Cast("replay", TextField()))
             .values_list("seq", "kind", "key", "namespace", "name", "node", "generation",
-                         "replay"))
-    for row in rows.iterator(chunk_size=REPLAY_CHUNK):
-        state.replay(*row)
+                         "replay_text"))
+    loads = orjson.loads
+    for *columns, replay in rows.iterator(chunk_size=REPLAY_CHUNK):
+        state.replay(*columns, None if replay is None else loads(replay))
     state.seq = seq
     state.drop_empty_ghosts(_pods_by_node(state))
     return state
