@@ -1,4 +1,4 @@
-"""The pages as the cluster was: the overview, the nodes, a node (`?at=` on their URLs)
+"""The pages as the cluster was: the overview, the nodes, a node, the zones (`?at=` on their URLs)
 and the diff of two moments, reconstructed by dashboard/readmodel/moment.py.
 
 Why pages of their own rather than the live ones' templates: a moment of the past has
@@ -69,6 +69,15 @@ def node(request, name: str):
                      status=404)
     return _page(request, "node", {"moment": found, "name": name, "node": _usage(node),
                                    "pods": found.pods(node=name)})
+
+
+def zones(request):
+    found, refused = _found(request, request.GET["at"], "zones")
+    if refused:
+        return refused
+    return _page(request, "zones", {"moment": found, "zones": found.zones(),
+                                    "not_in_tree": [n["name"] for n in found.nodes()
+                                                    if not n["has_node"]]})
 
 
 def diff_page(request):

@@ -44,6 +44,16 @@ def test_the_pages_at_each_moment_show_what_was_live_then(viewer_client, run):
             assert f"<dt>Pods</dt><dd>{node['pods']}</dd>" in detail
 
 
+def test_the_zones_page_at_a_moment(viewer_client, run):
+    seq = run[10][0]     # n1 deleted with pods left, n4 added in zone-c
+    zones = page(viewer_client, f"/zones/?at={seq}")
+    assert "ws-connect" not in zones and f"(seq {seq})" in zones
+    groups = re.findall(r"<li><strong>([^<]+)</strong>: (.*)</li>", zones)
+    assert [(zone, re.findall(r">(n\d)</a>", names)) for zone, names in groups] == [
+        ("region-1/zone-a", ["n3"]), ("region-1/zone-b", ["n2"]), ("region-1/zone-c", ["n4"])]
+    assert re.search(r"Deleted with pods left: <a href=\"/nodes/n1/\?at=", zones)
+
+
 def test_before_what_is_kept_is_a_410_page_and_a_bad_at_a_400_page(viewer_client, run):
     oldest = Checkpoint.objects.order_by("seq").first()
     gone = page(viewer_client, f"/nodes/?at={oldest.seq - 1}", status=410)
