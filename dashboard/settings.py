@@ -385,7 +385,7 @@ if SCHEDVIEW_HISTORY_KEEP < 0 or SCHEDVIEW_PRUNE_PERIOD <= 0:
 # The owner checkpoints the whole cache every SCHEDVIEW_CHECKPOINT_PERIOD seconds (0: never):
 # a moment of the past is read as the checkpoint before it plus at most this long of history
 # (dashboard/readmodel/moment.py). Checkpoints are pruned with the history they need.
-SCHEDVIEW_CHECKPOINT_PERIOD = env.float("SCHEDVIEW_CHECKPOINT_PERIOD", default=120.0)
+SCHEDVIEW_CHECKPOINT_PERIOD = env.float("SCHEDVIEW_CHECKPOINT_PERIOD", default=60.0)
 if SCHEDVIEW_CHECKPOINT_PERIOD < 0:
     raise ImproperlyConfigured("SCHEDVIEW_CHECKPOINT_PERIOD must be >= 0 (0: no checkpoints), "
                                f"not {SCHEDVIEW_CHECKPOINT_PERIOD}")

@@ -14,6 +14,26 @@ from schedcache.events import NODE_ADDED, NODE_UPDATED
 from dashboard.readmodel.cluster_state import POD_SETS, ClusterState, node_replay, pod_replay
 
 
+class PodReplays:
+    """pod_replay of each PodInfo, remembered from one checkpoint to the next: a PodInfo
+    never changes (a changed pod is a new one), so only the pods changed since the last
+    checkpoint cost a conversion. Only the writer thread uses it, one checkpoint at a time."""
+
+    def __init__(self):
+        self._last, self._now = {}, {}      # pod key -> (PodInfo, its replay)
+
+    def __call__(self, info) -> list:
+        known = self._last.get(info.key)
+        if known is None or known[0] is not info:    # held here: an identity cannot recur
+            known = (info, pod_replay(info))
+        self._now[info.key] = known
+        return known[1]
+
+    def done(self) -> None:
+        """The checkpoint is built: what it did not meet is forgotten."""
+        self._last, self._now = self._now, {}
+
+
 @dataclass(frozen=True)
 class Capture:
     """The cache at `seq`, as the flush saw it; `state()` builds the checkpoint from it."""
@@ -23,9 +43,15 @@ class Capture:
     node_infos: dict             # name -> NodeInfo copy
     assumed: dict                # pod key -> binding finished
     zones: list                  # [(zone key, [node names in tree order])]
+    replays: PodReplays = None
 
     def state(self) -> ClusterState:
-        return ClusterState.captured(self.seq, self.node_infos, self.assumed, self.zones)
+        if self.replays is None:
+            return ClusterState.captured(self.seq, self.node_infos, self.assumed, self.zones)
+        state = ClusterState.captured(self.seq, self.node_infos, self.assumed, self.zones,
+                                      self.replays)
+        self.replays.done()
+        return state
 
     def row(self) -> dict:
         """The Checkpoint row (encoded here: the writer thread calls it)."""
@@ -35,12 +61,12 @@ class Capture:
                 "state": state.encode()}
 
 
-def capture(cache, seq: int, at, snapshot_generation: int) -> Capture:
+def capture(cache, seq: int, at, snapshot_generation: int, replays=None) -> Capture:
     """On the owner's thread, the cache's one writer: nothing changes it meanwhile."""
     tree = cache.node_tree
     zones = [(zone, tree.nodes_in(zone)) for zone in tree.zones]
     return Capture(seq, at, snapshot_generation, cache.get_node_name_to_info_map(),
-                   cache.assumed_bindings(), zones)
+                   cache.assumed_bindings(), zones, replays)
 
 
 class ReplayNotes:
@@ -75,6 +101,7 @@ class Checkpoints:
     def __init__(self, period: float, clock):
         self.period, self.clock = period, clock
         self.last = None          # when the latest was captured
+        self.replays = PodReplays()   # the writer's, across this owner's checkpoints
 
     def due(self) -> bool:
         if not self.period:

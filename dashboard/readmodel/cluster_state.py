@@ -69,10 +69,14 @@ def resource_dict(entry) -> dict:
 
 def add_entry(total: list, entry) -> None:
     """Add `entry` into `total` in place."""
-    for i in range(4):
-        total[i] += entry[i]
-    for name, amount in entry[4].items():
-        total[4][name] = total[4].get(name, 0) + amount
+    total[0] += entry[0]
+    total[1] += entry[1]
+    total[2] += entry[2]
+    total[3] += entry[3]
+    if entry[4]:
+        scalars = total[4]
+        for name, amount in entry[4].items():
+            scalars[name] = scalars.get(name, 0) + amount
 
 
 NO_ZONE = ["", ""]
@@ -125,9 +129,11 @@ class ClusterState:
 
     # --- from the cache, to bytes and back ----------------------------------------------
     @classmethod
-    def captured(cls, seq, node_infos: dict, assumed: dict, zones: list) -> "ClusterState":
+    def captured(cls, seq, node_infos: dict, assumed: dict, zones: list,
+                 replay_of=pod_replay) -> "ClusterState":
         """From the owner's capture: NodeInfo copies by name (immutable), assumed pod key
-        -> binding finished, and the tree's [(zone key, [node names])]."""
+        -> binding finished, and the tree's [(zone key, [node names])]; `replay_of` gives
+        a PodInfo's [requested, non_zero, priority] (pod_replay, or a memo of it)."""
         zone_of = {name: zone for zone, names in zones for name in names}
         pods, nodes = {}, {}
         for name, info in node_infos.items():
@@ -139,7 +145,7 @@ class ClusterState:
                 nodes[name] = [NO_ZONE, list(NOTHING), False, False, [], 0, info.generation]
             for pod in info.pods:
                 bound = assumed.get(pod.key)
-                requested, non_zero, priority = pod_replay(pod)
+                requested, non_zero, priority = replay_of(pod)
                 pods[pod.key] = [pod.namespace, pod.name, name,
                                  "Added" if bound is None else "Assumed", bool(bound),
                                  requested, non_zero, priority]
@@ -171,6 +177,14 @@ class ClusterState:
             pods.update(orjson.loads(chunk))
         return cls(doc["seq"], pods, doc["nodes"], _tree(doc["zones"], paired=True))
 
+    def copy(self) -> "ClusterState":
+        """A state to replay on, sharing this one's pod and node lists: replaying replaces a
+        list, never changes one, so this one stays as it was (a decoded checkpoint is
+        reused by the reconstructions that start from it)."""
+        zones = [[zone_pair(zone), self.tree.nodes_in(zone)] for zone in self.tree.zones]
+        return ClusterState(self.seq, dict(self.pods), dict(self.nodes),
+                            _tree(zones, paired=True))
+
     # --- replaying the history ----------------------------------------------------------
     def replay(self, seq, kind, key, namespace, name, node, generation, replay) -> None:
         """Apply one transition (the Transition columns replaying needs)."""
@@ -186,8 +200,8 @@ class ClusterState:
             self._touch(node, generation)
         elif kind == POD_BINDING_FINISHED:
             pod = self.pods.get(key)
-            if pod is not None:
-                pod[BOUND] = True
+            if pod is not None:   # a new list: a copy() shares the old one
+                self.pods[key] = [*pod[:BOUND], True, *pod[BOUND + 1:]]
         elif kind in POD_LEAVES:
             pod = self.pods.pop(key, None)
             self._touch(pod[NODE] if pod is not None else node, generation)
@@ -217,7 +231,7 @@ class ClusterState:
                 self.nodes[node_name] = [NO_ZONE, list(NOTHING), False, False, [], 0,
                                          generation]
             return
-        node[GENERATION] = generation
+        self.nodes[node_name] = [*node[:GENERATION], generation]   # a copy() shares `node`
 
     def drop_empty_ghosts(self, pods_by_node: dict) -> None:
         """Forget the deleted nodes no pod holds any more (the cache keeps a NodeInfo of a

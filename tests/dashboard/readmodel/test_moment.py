@@ -37,6 +37,11 @@ def test_each_moment_reads_as_the_read_model_held_it_live(run):
         assert past_view(str(seq)) == live, f"at seq {seq}"
         found = moment(str(seq)).counts()
         assert (found["assumed"], found["added"]) == (counts["Assumed"], counts["Added"])
+    # Again, latest first, each from the decoded checkpoint the reads before replayed on:
+    # replaying never changes the state it started from.
+    moment_module.forget_reconstructions()
+    for seq, live, _ in reversed(run):
+        assert past_view(str(seq)) == live, f"at seq {seq}, reusing its checkpoint"
 
 
 def test_a_moment_between_steps_reads_as_the_step_before(run):
