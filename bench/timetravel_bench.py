@@ -40,6 +40,7 @@ from simcluster.generate import generate_cluster  # noqa: E402
 from dashboard.models import Checkpoint, PrunedHistory, Transition  # noqa: E402
 from dashboard.owner.checkpoints import PodReplays, capture  # noqa: E402
 from dashboard.owner.projection import TRANSITION_INSERT  # noqa: E402
+from dashboard.owner.runner import settle_heap, tune_gc, tune_switching  # noqa: E402
 from dashboard.readmodel import moment as moments  # noqa: E402
 from dashboard.readmodel.cluster_state import pod_replay  # noqa: E402
 from dashboard.readmodel.moment_diff import diff  # noqa: E402
@@ -116,8 +117,11 @@ def main():
     print(f"time travel on {connections['default'].vendor}: {args.nodes:,} nodes, "
           f"{args.pods:,} pods, {args.rate:,} events/s, a checkpoint every {args.period:g} s")
 
+    tune_gc()          # as the owner runs: its collector settings, and its heap settled
+    tune_switching()
     started = time.perf_counter()
     cache = filled_cache(args.nodes, args.pods)
+    settle_heap()
     line("cache filled", f"{time.perf_counter() - started:.1f} s, {cache.pod_count():,} pods")
 
     # --- the checkpoint's cost -------------------------------------------------------------

@@ -11,7 +11,13 @@ from dataclasses import dataclass
 
 from schedcache.events import NODE_ADDED, NODE_UPDATED
 
-from dashboard.readmodel.cluster_state import POD_SETS, ClusterState, node_replay, pod_replay
+from dashboard.readmodel.cluster_state import (
+    POD_SETS,
+    ClusterState,
+    collector_paused,
+    node_replay,
+    pod_replay,
+)
 
 
 class PodReplays:
@@ -55,10 +61,11 @@ class Capture:
 
     def row(self) -> dict:
         """The Checkpoint row (encoded here: the writer thread calls it)."""
-        state = self.state()
-        return {"seq": self.seq, "at": self.at, "pods": len(state.pods),
-                "nodes": len(state.nodes), "snapshot_generation": self.snapshot_generation,
-                "state": state.encode()}
+        with collector_paused():
+            state = self.state()
+            return {"seq": self.seq, "at": self.at, "pods": len(state.pods),
+                    "nodes": len(state.nodes), "snapshot_generation": self.snapshot_generation,
+                    "state": state.encode()}
 
 
 def capture(cache, seq: int, at, snapshot_generation: int, replays=None) -> Capture:

@@ -11,7 +11,9 @@ NodeInfo (zone, allocatable, whether its node exists, cordoned, taints, images,
 generation), and the NodeTree's zones in order. A node's requested resources and pod
 count are summed from its pods, as NodeInfo sums them.
 """
+import gc
 import zlib
+from contextlib import contextmanager
 
 import orjson
 
@@ -50,6 +52,20 @@ POD_SETS = {POD_ASSUMED: "Assumed", POD_CONFIRMED: "Added", POD_ADDED: "Added",
 POD_LEAVES = (POD_FORGOTTEN, POD_EXPIRED, POD_REMOVED)
 NODE_SETS = (NODE_ADDED, NODE_UPDATED)
 NOTHING = [0, 0, 0, 0, {}]     # a resource entry of nothing requested or allocatable
+
+
+@contextmanager
+def collector_paused():
+    """No cyclic garbage collection while a state of hundreds of thousands of lists (none
+    of them cyclic) is built, decoded or encoded: the collector's passes over them cost
+    more than the work itself and hold the GIL throughout (bench/timetravel_bench.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 # --- resources as compact lists -------------------------------------------------------------

@@ -7,10 +7,8 @@ latest transition at or before it). A moment the history no longer covers (befor
 oldest checkpoint, or before what pruning kept) is `Gone` (the API's 410), never a
 reconstruction from half the history; `at` that names no moment is `BadMoment` (400).
 """
-import gc
 import re
 from collections import OrderedDict
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
@@ -41,6 +39,7 @@ from dashboard.readmodel.cluster_state import (
     ZONE,
     ClusterState,
     add_entry,
+    collector_paused,
     resource_dict,
     zone_display,
     zone_pair,
@@ -155,24 +154,10 @@ def state_at(seq: int) -> ClusterState:
     key = (checkpoint[0], seq)
     state = _recalled(_kept, key)
     if state is None:
-        with _collector_paused():
+        with collector_paused():
             state = _reconstructed(checkpoint[0], seq)
         _remember(_kept, key, state, KEPT_STATES)
     return state
-
-
-@contextmanager
-def _collector_paused():
-    """No cyclic garbage collection while a reconstruction builds its hundreds of thousands
-    of lists (none of them cyclic): the collector's passes over them cost more than the
-    reconstruction itself (bench/timetravel_bench.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def forget_reconstructions(checkpoints: bool = True) -> None:
