@@ -142,6 +142,7 @@ class ClusterState:
         self.pods = pods if pods is not None else {}
         self.nodes = nodes if nodes is not None else {}
         self.tree = tree if tree is not None else NodeTree()
+        self.aggregates = None    # node -> its sums, once reconstructed (readmodel/moment.py)
 
     # --- from the cache, to bytes and back ----------------------------------------------
     @classmethod

@@ -186,15 +186,24 @@ def _reconstructed(checkpoint_pk: int, seq: int) -> ClusterState:
     for *columns, replay in rows.iterator(chunk_size=REPLAY_CHUNK):
         state.replay(*columns, None if replay is None else loads(replay))
     state.seq = seq
-    state.drop_empty_ghosts(_pods_by_node(state))
+    state.aggregates = _aggregates(state)
+    state.drop_empty_ghosts(state.aggregates)
     return state
 
 
-def _pods_by_node(state: ClusterState) -> dict:
-    by_node = {}
-    for uid, pod in state.pods.items():
-        by_node.setdefault(pod[NODE], []).append(uid)
-    return by_node
+def _aggregates(state: ClusterState) -> dict:
+    """node name -> [requested, non-zero requested, pods, pods by state], in one pass over
+    the pods, once a reconstruction: every page of the moment reads them."""
+    per_node = {}
+    for pod in state.pods.values():
+        entry = per_node.get(pod[NODE])
+        if entry is None:
+            entry = per_node[pod[NODE]] = [[0, 0, 0, 0, {}], [0, 0, 0, 0, {}], 0, {}]
+        add_entry(entry[0], pod[REQUESTED])
+        add_entry(entry[1], pod[NON_ZERO])
+        entry[2] += 1
+        entry[3][pod[STATE]] = entry[3].get(pod[STATE], 0) + 1
+    return per_node
 
 
 # --- what the pages and the API read of a moment ---------------------------------------------
@@ -210,10 +219,6 @@ class Moment:
     @property
     def at(self) -> datetime:
         return self.ref.at
-
-    def pods_on(self) -> dict:
-        """node name -> uids of its pods."""
-        return _pods_by_node(self.state)
 
     def counts(self) -> dict:
         """Cached pods by state (Assumed, of them binding finished, Added), and the pods
@@ -251,8 +256,8 @@ class Moment:
 
     def nodes(self, names=None) -> list[dict]:
         """Each NodeInfo (or those named) as the read model's node rows hold it, by name."""
-        pods_on, index = self.pods_on(), self.tree_index()
-        return [self._node(name, pods_on.get(name, ()), index)
+        index = self.tree_index()
+        return [self._node(name, index)
                 for name in sorted(self.state.nodes if names is None else names)
                 if name in self.state.nodes]
 
@@ -260,23 +265,18 @@ class Moment:
         found = self.nodes([name])
         return found[0] if found else None
 
-    def _node(self, name, uids, index) -> dict:
+    def _node(self, name, index) -> dict:
         node = self.state.nodes[name]
-        requested, non_zero = [0, 0, 0, 0, {}], [0, 0, 0, 0, {}]
-        by_state = {}
-        for uid in uids:
-            pod = self.state.pods[uid]
-            add_entry(requested, pod[REQUESTED])
-            add_entry(non_zero, pod[NON_ZERO])
-            by_state[pod[STATE]] = by_state.get(pod[STATE], 0) + 1
+        requested, non_zero, pods, by_state = self.state.aggregates.get(name) or (
+            NOTHING, NOTHING, 0, {})
         return {"name": name, "zone": zone_display(node[ZONE]) if node[HAS_NODE] else "",
                 "tree_index": index.get(name, -1), "has_node": node[HAS_NODE],
-                "generation": node[GENERATION], "pods": len(uids), "images": node[IMAGES],
+                "generation": node[GENERATION], "pods": pods, "images": node[IMAGES],
                 "requested": resource_dict(requested),
                 "non_zero_requested": resource_dict(non_zero),
                 "allocatable": resource_dict(node[ALLOCATABLE] or NOTHING),
                 "unschedulable": node[UNSCHEDULABLE], "taints": node[TAINTS],
-                "pods_by_state": by_state}
+                "pods_by_state": dict(by_state)}
 
     def pods(self, node: str | None = None) -> list[dict]:
         """Cached pods (of one node), by namespace and name."""
