@@ -116,6 +116,27 @@ class Transition(models.Model):
     # message), an operator's reason, the bind deadline. Empty for most transitions.
     detail = models.TextField(blank=True, default="")
     generation = models.BigIntegerField(default=0)
+    # What replaying the transition needs that the columns above lack (a pod's requests
+    # and priority, a node's zone and allocatable: dashboard/readmodel/cluster_state.py);
+    # null for the kinds that need nothing more (removals, forgets, expiries).
+    replay = models.JSONField(null=True, blank=True, default=None)
+
+    class Meta:
+        ordering = ["seq"]
+
+
+class Checkpoint(models.Model):
+    """The whole cache at one sequence number, compressed (cluster_state.ClusterState's
+    encoding): the moment a reconstruction of the past starts from, so that it replays
+    minutes of transitions instead of the whole history. Written by the owner every
+    SCHEDVIEW_CHECKPOINT_PERIOD; pruned with the history it needs."""
+
+    seq = models.BigIntegerField(unique=True)
+    at = models.DateTimeField(db_index=True)
+    pods = models.IntegerField()
+    nodes = models.IntegerField()
+    snapshot_generation = models.BigIntegerField(default=0)
+    state = models.BinaryField()
 
     class Meta:
         ordering = ["seq"]

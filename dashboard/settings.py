@@ -403,6 +403,13 @@ if SCHEDVIEW_HISTORY_KEEP < 0 or SCHEDVIEW_PRUNE_PERIOD <= 0:
     raise ImproperlyConfigured("SCHEDVIEW_HISTORY_KEEP must be >= 0 (0: keep all) and "
                                "SCHEDVIEW_PRUNE_PERIOD > 0, not "
                                f"{SCHEDVIEW_HISTORY_KEEP} and {SCHEDVIEW_PRUNE_PERIOD}")
+# The owner checkpoints the whole cache every SCHEDVIEW_CHECKPOINT_PERIOD seconds (0: never):
+# a moment of the past is read as the checkpoint before it plus at most this long of history
+# (dashboard/readmodel/moment.py). Checkpoints are pruned with the history they need.
+SCHEDVIEW_CHECKPOINT_PERIOD = env.float("SCHEDVIEW_CHECKPOINT_PERIOD", default=60.0)
+if SCHEDVIEW_CHECKPOINT_PERIOD < 0:
+    raise ImproperlyConfigured("SCHEDVIEW_CHECKPOINT_PERIOD must be >= 0 (0: no checkpoints), "
+                               f"not {SCHEDVIEW_CHECKPOINT_PERIOD}")
 # A static schedule (no django-celery-beat tables). Each run expires before the next
 # is due, so runs queued while workers were busy or down are dropped, never fired at once.
 CELERY_BEAT_SCHEDULE = {

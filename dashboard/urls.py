@@ -10,6 +10,7 @@ from dashboard.web.health import views as health_views
 from dashboard.web.login_form import LoginForm
 from dashboard.web.nodes import views as node_views
 from dashboard.web.overview import views as overview_views
+from dashboard.web.past import views as past_views
 from dashboard.web.pending import views as pending_views
 from dashboard.web.pods import views as pod_views
 from dashboard.web.pools import views as pool_views
@@ -51,6 +52,7 @@ urlpatterns = [
     path("nodes/<str:name>/", node_views.node_detail, name="node-detail"),
     path("heatmap/", node_views.heatmap_page, name="heatmap"),
     path("zones/", zone_views.zones, name="zones"),
+    path("diff/", past_views.diff_page, name="diff"),
     path("snapshot/", snapshot_views.snapshot, name="snapshot"),
     path("events/", event_views.events, name="events"),
     path("audit/", audit_views.audit, name="audit"),

@@ -110,6 +110,12 @@ class Cache:
     def assumed_count(self) -> int:
         return len(self._assumed)
 
+    def assumed_bindings(self) -> dict:
+        """Assumed pod key -> whether its binding finished: what a checkpoint keeps of the
+        assumptions (O(assumed pods), not O(pods))."""
+        with self._lock:
+            return {key: self._pods[key].binding_finished for key in self._assumed}
+
     # --- node bookkeeping ------------------------------------------------------------------
     def _touch(self, name, info):
         self._generation += 1

@@ -14,12 +14,14 @@ class Batch:
     samples: list = field(default_factory=list)
     comparer_runs: list = field(default_factory=list)
     audits: list = field(default_factory=list)      # AuditAction rows of the owner's own acts
+    checkpoint: object = None  # a checkpoints.Capture of the cache, encoded by the writer
     prune_epoch: int = None  # delete rows written by any other owner (after a full sync)
     term: int = None         # the writer's lease term: written only while it is current
 
     def __bool__(self):
         return bool(self.pods or self.nodes or self.transitions or self.samples
-                    or self.comparer_runs or self.audits or self.prune_epoch is not None)
+                    or self.comparer_runs or self.audits or self.prune_epoch is not None
+                    or self.checkpoint is not None)
 
     def rows(self) -> int:
         return len(self.pods) + len(self.nodes) + len(self.transitions)
@@ -32,6 +34,8 @@ class Batch:
         self.samples.extend(later.samples)
         self.comparer_runs.extend(later.comparer_runs)
         self.audits.extend(later.audits)
+        if later.checkpoint is not None:
+            self.checkpoint = later.checkpoint
         if later.prune_epoch is not None:
             self.prune_epoch = later.prune_epoch
         if later.term is not None:

@@ -20,6 +20,7 @@ from scheduling.diagnosis import Diagnoser
 
 from dashboard.owner.apply import FeedApplier
 from dashboard.owner.changes import CacheChanges
+from dashboard.owner.checkpoints import Checkpoints, ReplayNotes, capture
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareFailed, Compared, Comparer, CompareRequest
 from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage
@@ -41,7 +42,7 @@ class CacheOwner:
     def __init__(self, cache: Cache, *, command_server: CommandServer = None, writer=None,
                  publisher=None, redis=None, seq_base=0, epoch=0, lister=None, on_drift=None,
                  clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0, fence=None,
-                 term=None):
+                 term=None, checkpoint_period=0.0):
         self.cache = cache
         self.feed = queue.Queue(maxsize=200_000)
         self.feed_lag = FeedLag(self.feed)
@@ -64,9 +65,11 @@ class CacheOwner:
         self.stats = {"applied": 0, "skipped": 0, "corrupted": 0, "commands": 0}
         self.snapshot = Snapshot()
         self._pruned = False
+        self.checkpoints = Checkpoints(checkpoint_period, clock)
         # The journal subscribes first: every event is stamped before anyone else sees it.
         self.journal = Journal(cache, clock, seq_base)
         self.changes = CacheChanges(cache, self.journal)
+        self.replay_notes = ReplayNotes(cache)
         pending = {}                  # uid -> pod: the feed's, the rows read it
         self.rows = ReadModelRows(cache, self.journal, pending, epoch, clock)
         self.applier = FeedApplier(cache, self.journal, self.rows, self.stats, pending)
@@ -185,6 +188,7 @@ class CacheOwner:
     def flush(self) -> int:
         """Hand the changes since the last flush to the writer and the publisher."""
         events, bind_seconds, batch = self.journal.take()
+        replays = self.replay_notes.take()
         seq_base = self.journal.seq_base
         published = []
         for event, cause, actor, at, detail in events:
@@ -193,9 +197,15 @@ class CacheOwner:
                    "node": event.node, "from_state": event.from_state or "",
                    "to_state": event.to_state or "", "cause": cause, "actor": actor,
                    "detail": detail, "generation": event.generation}
-            if event.kind != "snapshot_updated":
-                batch.transitions.append(row)
             published.append(dict(row, at=at))
+            if event.kind != "snapshot_updated":
+                row["replay"] = replays.get(event.seq)
+                batch.transitions.append(row)
+        if self.checkpoints.due() and all(self.synced.values()):
+            batch.checkpoint = capture(self.cache, seq_base + self.cache.event_seq,
+                                       utc(self.clock()), self.snapshot.generation,
+                                       self.checkpoints.replays)
+            self.checkpoints.taken()
         self.rows.build(batch)
         if not self._pruned and all(self.synced.values()) and not self.rows.backlog():
             batch.prune_epoch, self._pruned = self.rows.epoch, True

@@ -24,6 +24,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 
 from dashboard.models import (
     AuditAction,
+    Checkpoint,
     ComparerRun,
     NodeRecord,
     PodRecord,
@@ -44,7 +45,7 @@ NODE_FIELDS = ["zone", "tree_index", "has_node", "generation", "pods", "requeste
                "conditions", "unschedulable", "cpu_percent", "memory_percent", "gpu_percent",
                "changed_at", "owner_epoch"]
 TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "from_state",
-                     "to_state", "cause", "actor", "detail", "generation"]
+                     "to_state", "cause", "actor", "detail", "generation", "replay"]
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
 ATTEMPTS = 4           # tries of a batch that fails for another reason than an outage
@@ -176,6 +177,9 @@ def write(batch: Batch):
         SnapshotSample.objects.bulk_create(SnapshotSample(**s) for s in batch.samples)
         ComparerRun.objects.bulk_create(ComparerRun(**r) for r in batch.comparer_runs)
         AuditAction.objects.bulk_create(AuditAction(**a) for a in batch.audits)
+        if batch.checkpoint is not None:
+            Checkpoint.objects.bulk_create([Checkpoint(**batch.checkpoint.row())],
+                                           ignore_conflicts=True)
 
 
 def _merged(batches) -> Batch:

@@ -126,7 +126,8 @@ def build_owner(redis, writer, clock=time.time, lease: LeaderLease = None) -> Ca
                        bind_stuck_after=settings.SCHEDVIEW_BIND_STUCK_AFTER,
                        bind_deadline=settings.SCHEDVIEW_BIND_DEADLINE,
                        fence=lease.fence if fenced else None,
-                       term=lease.term if fenced else None)
+                       term=lease.term if fenced else None,
+                       checkpoint_period=settings.SCHEDVIEW_CHECKPOINT_PERIOD)
     attach_extender(owner)
     return owner
 

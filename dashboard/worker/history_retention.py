@@ -7,7 +7,8 @@ pays for the size of their indexes and the pages fall behind. The history keeps
 the latest SCHEDVIEW_HISTORY_KEEP transitions (by sequence number) and the
 latest SAMPLES_KEPT snapshot samples, and health samples (the overview's charts) of
 the last SCHEDVIEW_SAMPLE_KEEP seconds; Celery beat prunes every
-SCHEDVIEW_PRUNE_PERIOD. The audit of actions is never pruned.
+SCHEDVIEW_PRUNE_PERIOD. The audit of actions is never pruned. A checkpoint of the cache
+goes once the history after it is no longer whole (it could start no reconstruction).
 
 Deletes go in chunks of CHUNK rows, one short transaction each, so the owner's
 writer (appending at the top of the same tables) never waits behind a long one.
@@ -20,7 +21,7 @@ from django.db import transaction
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from dashboard.models import HealthSample, PrunedHistory, SnapshotSample, Transition
+from dashboard.models import Checkpoint, HealthSample, PrunedHistory, SnapshotSample, Transition
 
 CHUNK = 20_000          # rows per delete transaction
 SAMPLES_KEPT = 20_000   # snapshot samples kept (the chart shows the latest few hundred)
@@ -46,6 +47,8 @@ def prune(keep: int, samples_kept: int = SAMPLES_KEPT, chunk: int = CHUNK,
                     pruned += deleted
                     _move_floor(upper, deleted)
                 low = upper
+    # A checkpoint at seq N needs every transition from N + 1 on.
+    checkpoints, _ = Checkpoint.objects.filter(seq__lt=PrunedHistory.floor() - 1).delete()
     samples = 0
     top_id = SnapshotSample.objects.aggregate(top=Max("id"))["top"]
     if top_id is not None and samples_kept:
@@ -54,7 +57,8 @@ def prune(keep: int, samples_kept: int = SAMPLES_KEPT, chunk: int = CHUNK,
     if health_kept:
         cutoff = (now or timezone.now()) - timedelta(seconds=health_kept)
         health_samples, _ = HealthSample.objects.filter(at__lt=cutoff).delete()
-    return {"transitions": pruned, "samples": samples, "health_samples": health_samples,
+    return {"transitions": pruned, "checkpoints": checkpoints, "samples": samples,
+            "health_samples": health_samples,
             "below_seq": PrunedHistory.floor()}
 
 

@@ -27,6 +27,7 @@ api.add_router("/pods", "dashboard.web.api.pods.router")
 api.add_router("/pending", "dashboard.web.api.pending.router")
 api.add_router("/nodes", "dashboard.web.api.nodes.router")
 api.add_router("/", "dashboard.web.api.cluster.router")   # /zones, /snapshot, /comparer
+api.add_router("/", "dashboard.web.api.past.router")      # /counts, /diff
 api.add_router("/events", "dashboard.web.api.events.router")
 api.add_router("/audit", "dashboard.web.api.audit.router")
 api.add_router("/pools", "dashboard.web.pools.api.router")

@@ -5,6 +5,7 @@ from pydantic import Field
 from dashboard.models import ComparerRun, NodeRecord, SnapshotSample
 from dashboard.readmodel.read_model import last_clean, owner_status
 from dashboard.web.api.errors import ApiError
+from dashboard.web.api.past import AT_DESCRIPTION, MOMENT_ERRORS, At, moment_of
 from dashboard.web.api.schemas import (
     AUTH_ERRORS,
     READ_ERRORS,
@@ -21,12 +22,21 @@ router = Router(tags=["cluster"])
 MAX_HISTORY = 1000
 
 
-@router.get("/zones", response={200: ZonesOut, **AUTH_ERRORS}, summary="The NodeTree",
+class ZonesQuery(Schema):
+    at: At | None = Field(None, description=AT_DESCRIPTION + "; with it, round_robin is null")
+
+
+@router.get("/zones", response={200: ZonesOut, **MOMENT_ERRORS}, summary="The NodeTree",
             operation_id="get_zones")
-def zones(request):
+def zones(request, query: Query[ZonesQuery]):
     """Zones in the order NodeTree.list() first visits them, each with its nodes in list()
     order; nodes that left the tree (deleted while pods remain) apart; and the node the
     round robin hands out next, when a live owner reports its position."""
+    refuse_repeated(request)
+    if query.at is not None:
+        found = moment_of(query.at)
+        return {"zones": found.zones(), "round_robin": None,
+                "not_in_tree": [n["name"] for n in found.nodes() if not n["has_node"]]}
     groups, not_in_tree = {}, []
     rows = NodeRecord.objects.order_by("tree_index", "name").values_list("zone", "name",
                                                                          "tree_index")

@@ -5,10 +5,13 @@ from django.views.decorators.http import require_GET
 from dashboard.readmodel import read_model
 from dashboard.web.nodes import heatmap, query as node_query, reads as node_reads
 from dashboard.web.pages import render_page
+from dashboard.web.past import views as past_views
 
 
 @require_GET
 def nodes(request):
+    if "at" in request.GET:
+        return past_views.nodes(request)
     try:
         filters = node_query.NodeFilters.parse(request.GET)
     except node_query.BadNodeFilter as exc:
@@ -67,6 +70,8 @@ def heatmap_context(metric: str, map_=None) -> dict:
 
 @require_GET
 def node_detail(request, name: str):
+    if "at" in request.GET:
+        return past_views.node(request, name)
     owner = read_model.owner_status()
     try:
         node = node_reads.node_detail(name, owner)

@@ -5,10 +5,13 @@ from django.views.decorators.http import require_GET
 from dashboard.readmodel import read_model
 from dashboard.web.health import series as health_series
 from dashboard.web.pages import render_page
+from dashboard.web.past import views as past_views
 
 
 @require_GET
 def overview(request):
+    if "at" in request.GET:
+        return past_views.overview(request)
     overview = read_model.overview()
     return render_page(request, "dashboard/overview.html", "counts",
                    {"overview": overview, "owner": overview.owner,

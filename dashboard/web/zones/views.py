@@ -4,10 +4,13 @@ from django.views.decorators.http import require_GET
 from dashboard.readmodel import read_model
 from dashboard.web.nodes import reads as node_reads
 from dashboard.web.pages import render_page
+from dashboard.web.past import views as past_views
 
 
 @require_GET
 def zones(request):
+    if "at" in request.GET:
+        return past_views.zones(request)
     owner = read_model.owner_status()
     return render_page(request, "dashboard/zones.html", "zone-groups",
                    {"tree": node_reads.zones(owner), "owner": owner})

@@ -26,7 +26,8 @@ def row(name, state, seq):
 def transition(seq, key):
     return {"seq": seq, "at": "2026-11-22T10:00:00Z", "kind": "pod_added", "key": key,
             "namespace": "team", "name": key, "node": "n1", "from_state": "Initial",
-            "to_state": "Added", "cause": "watch", "actor": "", "detail": "", "generation": seq}
+            "to_state": "Added", "cause": "watch", "actor": "", "detail": "", "generation": seq,
+            "replay": None}
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.utils import timezone as django_time
 
-from dashboard.models import HealthSample, PrunedHistory, SnapshotSample, Transition
+from dashboard.models import Checkpoint, HealthSample, PrunedHistory, SnapshotSample, Transition
 from dashboard.worker import history_retention
 from dashboard.worker.tasks import prune_history
 
@@ -27,7 +27,8 @@ def test_keeps_the_latest_numbers_in_chunks_and_moves_the_floor():
     assert PrunedHistory.floor() == 0
     report = history_retention.prune(keep=10, chunk=7)
     assert kept() == [60, 61]     # the latest 10 numbers are 52..61: two of them exist
-    assert report == {"transitions": 50, "samples": 0, "health_samples": 0, "below_seq": 52}
+    assert report == {"transitions": 50, "checkpoints": 0, "samples": 0, "health_samples": 0,
+                      "below_seq": 52}
     floor = PrunedHistory.objects.get()
     assert (floor.below_seq, floor.transitions) == (52, 50) and floor.at is not None
 
@@ -48,6 +49,16 @@ def test_pruning_again_adds_up_and_never_lowers_the_floor():
     report = history_retention.prune(keep=15)
     assert kept() == list(range(16, 31)) and report["below_seq"] == 16
     assert PrunedHistory.objects.get().transitions == 15
+
+
+@pytest.mark.django_db
+def test_a_checkpoint_goes_once_the_history_after_it_is_not_whole():
+    history(*range(1, 31))
+    Checkpoint.objects.bulk_create(Checkpoint(seq=seq, at=T0, pods=0, nodes=0, state=b"")
+                                   for seq in (5, 14, 15, 25))
+    report = history_retention.prune(keep=15)          # keeps 16..30: 15 starts whole
+    assert report["checkpoints"] == 2
+    assert list(Checkpoint.objects.values_list("seq", flat=True)) == [15, 25]
 
 
 @pytest.mark.django_db

@@ -1,0 +1,306 @@
+"""The cluster as it was at a kept moment: the latest checkpoint at or before it, plus the
+transitions after the checkpoint up to it.
+
+Why this way: the history alone would replay millions of transitions; checkpoints alone
+would know only every few minutes. A moment is named by a sequence number or a time (the
+latest transition at or before it). A moment the history no longer covers (before the
+oldest checkpoint, or before what pruning kept) is `Gone` (the API's 410), never a
+reconstruction from half the history; `at` that names no moment is `BadMoment` (400).
+"""
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+from threading import Lock
+
+import orjson
+from django.db.models import Count, Max, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from dashboard.models import Checkpoint, PrunedHistory, Transition
+from dashboard.readmodel.cluster_state import (
+    ALLOCATABLE,
+    BOUND,
+    GENERATION,
+    HAS_NODE,
+    IMAGES,
+    NAME,
+    NAMESPACE,
+    NODE,
+    NON_ZERO,
+    NOTHING,
+    PRIORITY,
+    REQUESTED,
+    STATE,
+    TAINTS,
+    UNSCHEDULABLE,
+    ZONE,
+    ClusterState,
+    add_entry,
+    collector_paused,
+    resource_dict,
+    zone_display,
+    zone_pair,
+)
+from dashboard.readmodel.read_model import RECENT, STATES
+
+_SEQ = re.compile(r"[0-9]{1,18}")
+REPLAY_CHUNK = 5000
+KEPT_STATES = 2     # reconstructions kept per process: a page and its partials read one
+KEPT_CHECKPOINTS = 1   # decoded checkpoints kept: about 90 MB at 150,000 pods
+
+
+class BadMoment(ValueError):
+    """`at` names no moment: the API's 400."""
+
+
+class Gone(LookupError):
+    """The moment is older than what is kept: the API's 410."""
+
+
+@dataclass(frozen=True)
+class MomentRef:
+    seq: int
+    at: datetime          # the time of the latest transition at or before `seq`
+
+
+def parse_at(text: str) -> MomentRef:
+    """A sequence number ("123456") or an ISO 8601 time ("2026-11-26T04:30:00Z"; without an
+    offset, UTC) as the moment it names; BadMoment or Gone."""
+    text = (text or "").strip()
+    if not text:
+        raise BadMoment("at: give a sequence number or an ISO 8601 time "
+                        "(e.g. 2026-11-26T04:30:00Z)")
+    if _SEQ.fullmatch(text):
+        return _by_seq(int(text))
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
+    except ValueError:
+        raise BadMoment(f"at: {text[:60]!r} is neither a sequence number nor an ISO 8601 "
+                        f"time (e.g. 2026-11-26T04:30:00Z)") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt_timezone.utc)
+    if moment > timezone.now() + timedelta(seconds=1):
+        raise BadMoment(f"at: {moment.isoformat()} is in the future")
+    row = (Transition.objects.filter(at__lte=moment).order_by("-at", "-seq")
+           .values_list("seq", "at").first())
+    if row is None:
+        raise Gone(f"{moment.isoformat()} is before the oldest moment kept{_oldest_text()}")
+    return MomentRef(row[0], moment)
+
+
+def _by_seq(seq: int) -> MomentRef:
+    top = max(Transition.objects.aggregate(top=Max("seq"))["top"] or 0,
+              Checkpoint.objects.aggregate(top=Max("seq"))["top"] or 0)
+    if seq > top:
+        raise BadMoment(f"at: sequence number {seq} is after the latest event ({top})")
+    row = (Transition.objects.filter(seq__lte=seq).order_by("-seq")
+           .values_list("at", flat=True).first())
+    if row is None:
+        checkpoint = Checkpoint.objects.filter(seq__lte=seq).order_by("-seq").first()
+        if checkpoint is None:
+            raise Gone(f"sequence number {seq} is before the oldest moment kept{_oldest_text()}")
+        row = checkpoint.at
+    return MomentRef(seq, row)
+
+
+def oldest_kept() -> Checkpoint | None:
+    """The oldest checkpoint whose history after it is whole: the oldest moment readable."""
+    floor = PrunedHistory.floor()
+    return (Checkpoint.objects.filter(seq__gte=floor - 1).order_by("seq")
+            .only("seq", "at").first())
+
+
+def _oldest_text() -> str:
+    oldest = oldest_kept()
+    if oldest is None:
+        return " (no checkpoint yet: the owner writes one every few minutes)"
+    return f" (seq {oldest.seq}, {oldest.at.isoformat()})"
+
+
+# --- reconstruction ---------------------------------------------------------------------------
+_kept: OrderedDict = OrderedDict()          # (checkpoint pk, seq) -> ClusterState
+_decoded: OrderedDict = OrderedDict()       # checkpoint pk -> its ClusterState, never replayed on
+_kept_lock = Lock()
+
+
+def _remember(kept: OrderedDict, key, value, size: int):
+    with _kept_lock:
+        kept[key] = value
+        kept.move_to_end(key)
+        while len(kept) > size:
+            kept.popitem(last=False)
+
+
+def _recalled(kept: OrderedDict, key):
+    with _kept_lock:
+        value = kept.get(key)
+        if value is not None:
+            kept.move_to_end(key)
+        return value
+
+
+def state_at(seq: int) -> ClusterState:
+    """The cache at `seq` (Gone when it is not kept). The result is shared: do not change it.
+
+    Whether the moment is kept is asked every time (two indexed reads); only its
+    reconstruction is reused, keyed by the checkpoint it started from as well."""
+    checkpoint = (Checkpoint.objects.filter(seq__lte=seq).order_by("-seq")
+                  .values_list("pk", "seq").first())
+    if checkpoint is None or checkpoint[1] + 1 < PrunedHistory.floor():
+        raise Gone(f"sequence number {seq} is before the oldest moment kept{_oldest_text()}")
+    key = (checkpoint[0], seq)
+    state = _recalled(_kept, key)
+    if state is None:
+        with collector_paused():
+            state = _reconstructed(checkpoint[0], seq)
+        _remember(_kept, key, state, KEPT_STATES)
+    return state
+
+
+def forget_reconstructions(checkpoints: bool = True) -> None:
+    """Drop the reconstructions this process keeps, and the decoded checkpoints unless
+    told not to (a test's database starts afresh; the bench times each part)."""
+    with _kept_lock:
+        _kept.clear()
+        if checkpoints:
+            _decoded.clear()
+
+
+def _reconstructed(checkpoint_pk: int, seq: int) -> ClusterState:
+    start = _recalled(_decoded, checkpoint_pk)
+    if start is None:
+        checkpoint = Checkpoint.objects.only("state").get(pk=checkpoint_pk)
+        start = ClusterState.decoded(bytes(checkpoint.state))
+        _remember(_decoded, checkpoint_pk, start, KEPT_CHECKPOINTS)
+    state = start.copy()
+    # `replay` as text, parsed by orjson: the JSON field's own decoding (the standard
+    # library's, row by row) costs several times the rest of the replay.
+    rows = (Transition.objects.filter(seq__gt=start.seq, seq__lte=seq).order_by("seq")
+            .annotate(replay_text=Cast("replay", TextField()))
+            .values_list("seq", "kind", "key", "namespace", "name", "node", "generation",
+                         "replay_text"))
+    loads = orjson.loads
+    for *columns, replay in rows.iterator(chunk_size=REPLAY_CHUNK):
+        state.replay(*columns, None if replay is None else loads(replay))
+    state.seq = seq
+    state.aggregates = _aggregates(state)
+    state.drop_empty_ghosts(state.aggregates)
+    return state
+
+
+def _aggregates(state: ClusterState) -> dict:
+    """node name -> [requested, non-zero requested, pods, pods by state], in one pass over
+    the pods, once a reconstruction: every page of the moment reads them."""
+    per_node = {}
+    for pod in state.pods.values():
+        entry = per_node.get(pod[NODE])
+        if entry is None:
+            entry = per_node[pod[NODE]] = [[0, 0, 0, 0, {}], [0, 0, 0, 0, {}], 0, {}]
+        add_entry(entry[0], pod[REQUESTED])
+        add_entry(entry[1], pod[NON_ZERO])
+        entry[2] += 1
+        entry[3][pod[STATE]] = entry[3].get(pod[STATE], 0) + 1
+    return per_node
+
+
+# --- what the pages and the API read of a moment ---------------------------------------------
+@dataclass(frozen=True)
+class Moment:
+    ref: MomentRef
+    state: ClusterState
+
+    @property
+    def seq(self) -> int:
+        return self.ref.seq
+
+    @property
+    def at(self) -> datetime:
+        return self.ref.at
+
+    def counts(self) -> dict:
+        """Cached pods by state (Assumed, of them binding finished, Added), and the pods
+        expired and forgotten in the RECENT minutes up to the moment (from the history)."""
+        assumed = finished = added = 0
+        for pod in self.state.pods.values():
+            if pod[STATE] == "Assumed":
+                assumed += 1
+                finished += pod[BOUND]
+            else:
+                added += 1
+        outcomes = dict(Transition.objects.order_by()
+                        .filter(seq__lte=self.seq, at__gte=self.at - RECENT, at__lte=self.at,
+                                kind__in=["pod_expired", "pod_forgotten"])
+                        .values_list("kind").annotate(n=Count("*")))
+        return {"assumed": assumed, "binding_finished": finished, "added": added,
+                "expired_recently": outcomes.get("pod_expired", 0),
+                "forgotten_recently": outcomes.get("pod_forgotten", 0),
+                "recent_minutes": int(RECENT.total_seconds() // 60),
+                "nodes": len(self.state.nodes),
+                "missing_nodes": sum(not n[HAS_NODE] for n in self.state.nodes.values())}
+
+    def totals(self) -> dict:
+        """Requested and allocatable CPU (millicores) and memory (bytes) over all nodes."""
+        requested, allocatable = [0, 0, 0, 0, {}], [0, 0, 0, 0, {}]
+        for pod in self.state.pods.values():
+            add_entry(requested, pod[REQUESTED])
+        for node in self.state.nodes.values():
+            add_entry(allocatable, node[ALLOCATABLE] or NOTHING)
+        return {"cpu_requested": requested[0], "cpu_allocatable": allocatable[0],
+                "memory_requested": requested[1], "memory_allocatable": allocatable[1]}
+
+    def tree_index(self) -> dict:
+        return {name: i for i, name in enumerate(self.state.tree.list())}
+
+    def nodes(self, names=None) -> list[dict]:
+        """Each NodeInfo (or those named) as the read model's node rows hold it, by name."""
+        index = self.tree_index()
+        return [self._node(name, index)
+                for name in sorted(self.state.nodes if names is None else names)
+                if name in self.state.nodes]
+
+    def node(self, name: str) -> dict | None:
+        found = self.nodes([name])
+        return found[0] if found else None
+
+    def _node(self, name, index) -> dict:
+        node = self.state.nodes[name]
+        requested, non_zero, pods, by_state = self.state.aggregates.get(name) or (
+            NOTHING, NOTHING, 0, {})
+        return {"name": name, "zone": zone_display(node[ZONE]) if node[HAS_NODE] else "",
+                "tree_index": index.get(name, -1), "has_node": node[HAS_NODE],
+                "generation": node[GENERATION], "pods": pods, "images": node[IMAGES],
+                "requested": resource_dict(requested),
+                "non_zero_requested": resource_dict(non_zero),
+                "allocatable": resource_dict(node[ALLOCATABLE] or NOTHING),
+                "unschedulable": node[UNSCHEDULABLE], "taints": node[TAINTS],
+                "pods_by_state": dict(by_state)}
+
+    def pods(self, node: str | None = None) -> list[dict]:
+        """Cached pods (of one node), by namespace and name."""
+        pods = self.state.pods.items()
+        if node is not None:
+            pods = [(uid, pod) for uid, pod in pods if pod[NODE] == node]
+        zone_of = {name: zone_display(n[ZONE]) for name, n in self.state.nodes.items()}
+        return sorted(({"uid": uid, "namespace": pod[NAMESPACE], "name": pod[NAME],
+                        "node": pod[NODE], "zone": zone_of.get(pod[NODE], ""),
+                        "state": pod[STATE], "binding_finished": bool(pod[BOUND]),
+                        "milli_cpu": pod[REQUESTED][0], "memory": pod[REQUESTED][1],
+                        "priority": pod[PRIORITY]} for uid, pod in pods),
+                      key=lambda p: (p["namespace"], p["name"], p["uid"]))
+
+    def zones(self) -> list[dict]:
+        """Zones in NodeTree order, each with its nodes in list() order."""
+        tree = self.state.tree
+        index = self.tree_index()
+        return [{"zone": zone_display(zone_pair(zone)),
+                 "nodes": sorted(tree.nodes_in(zone), key=index.__getitem__)}
+                for zone in tree.zones]
+
+
+def moment(at: str) -> Moment:
+    """The moment `at` names, reconstructed (BadMoment, Gone)."""
+    ref = parse_at(at)
+    return Moment(ref, state_at(ref.seq))

@@ -1,0 +1,75 @@
+"""Two kept moments compared: the pods that appeared, left, moved or changed state, and
+each node's use before and after (the nodes whose use changed).
+
+Why apart from moment.py: a moment is read by every page; a diff is one page's and one
+endpoint's, and its lists are bounded (`limit` of each, with the totals) so that an hour
+of a churning cluster stays one answer.
+"""
+from dashboard.readmodel.cluster_state import (
+    ALLOCATABLE,
+    NAME,
+    NAMESPACE,
+    NODE,
+    NOTHING,
+    REQUESTED,
+    STATE,
+)
+from dashboard.readmodel.moment import Moment
+
+DIFF_LIMIT = 500          # items of each list by default
+MAX_DIFF_LIMIT = 10_000
+
+
+def _pod(uid, pod, **more) -> dict:
+    return {"uid": uid, "namespace": pod[NAMESPACE], "name": pod[NAME], "node": pod[NODE],
+            "state": pod[STATE], **more}
+
+
+def _uses(found: Moment) -> dict:
+    """node name -> its use: pods, requested CPU and memory, allocatable (one pass over the
+    pods, no row per pod)."""
+    uses = {name: [0, 0, 0, (node[ALLOCATABLE] or NOTHING)[0], (node[ALLOCATABLE] or NOTHING)[1]]
+            for name, node in found.state.nodes.items()}
+    for pod in found.state.pods.values():
+        use = uses.get(pod[NODE])
+        if use is not None:
+            use[0] += 1
+            use[1] += pod[REQUESTED][0]
+            use[2] += pod[REQUESTED][1]
+    return uses
+
+
+def _use(use) -> dict | None:
+    if use is None:
+        return None
+    return dict(zip(("pods", "milli_cpu", "memory", "allocatable_milli_cpu",
+                     "allocatable_memory"), use))
+
+
+def diff(before: Moment, after: Moment, limit: int = DIFF_LIMIT) -> dict:
+    """Walks the two states' pods once each; only what changed becomes a row."""
+    old, new = before.state.pods, after.state.pods
+    appeared = [_pod(uid, pod) for uid, pod in new.items() if uid not in old]
+    left = [_pod(uid, pod) for uid, pod in old.items() if uid not in new]
+    moved, changed = [], []
+    for uid, pod in new.items():
+        was = old.get(uid)
+        if was is None or was is pod:     # `is`: the same list, shared from one checkpoint
+            continue
+        if was[NODE] != pod[NODE]:
+            moved.append(_pod(uid, pod, from_node=was[NODE]))
+        if was[STATE] != pod[STATE]:
+            changed.append(_pod(uid, pod, from_state=was[STATE]))
+    old_uses, new_uses = _uses(before), _uses(after)
+    nodes = [{"name": name, "before": _use(old_uses.get(name)),
+              "after": _use(new_uses.get(name))}
+             for name in sorted(old_uses.keys() | new_uses.keys())
+             if old_uses.get(name) != new_uses.get(name)]
+
+    def bounded(items):
+        items.sort(key=lambda item: (item.get("namespace", ""), item["name"]))
+        return {"count": len(items), "items": items[:limit]}
+    return {"from": {"seq": before.seq, "at": before.at},
+            "to": {"seq": after.seq, "at": after.at},
+            "appeared": bounded(appeared), "left": bounded(left), "moved": bounded(moved),
+            "changed_state": bounded(changed), "nodes": bounded(nodes)}
