@@ -44,7 +44,7 @@ from dashboard.readmodel.cluster_state import (
     zone_display,
     zone_pair,
 )
-from dashboard.readmodel.read_model import RECENT, STATES
+from dashboard.readmodel.read_model import RECENT
 
 _SEQ = re.compile(r"[0-9]{1,18}")
 REPLAY_CHUNK = 5000

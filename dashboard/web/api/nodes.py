@@ -15,7 +15,6 @@ from dashboard.readmodel.read_model import MAX_PAGE
 from dashboard.web.api.errors import ApiError
 from dashboard.web.api.past import AT_DESCRIPTION, MOMENT_ERRORS, At, moment_of
 from dashboard.web.api.schemas import (
-    READ_ERRORS,
     ErrorOut,
     Filter,
     Name,

@@ -8,7 +8,7 @@ import pytest
 from dashboard.models import Checkpoint, PrunedHistory, Transition
 from dashboard.readmodel import moment as moment_module
 from dashboard.readmodel.moment import BadMoment, Gone, moment, parse_at
-from tests.dashboard.readmodel.scripted_run import live_view, scripted_run
+from tests.dashboard.readmodel.scripted_run import scripted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
