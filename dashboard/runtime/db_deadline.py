@@ -20,8 +20,10 @@ import threading
 import time
 import weakref
 from contextlib import contextmanager
+from functools import wraps
 
-from django.db import InterfaceError, OperationalError
+from django.conf import settings
+from django.db import InterfaceError, OperationalError, connection
 
 DATABASE_ERRORS = (OperationalError, InterfaceError)
 
@@ -142,3 +144,15 @@ class BoundedStatements:
                                    [f"{round(self.seconds * 1000)}ms"])
                 _timed.add(raw)
             return execute(sql, params, many, context)
+
+
+def bounded_reads(read):
+    """`read` with its statements bounded as a web request's are (SCHEDVIEW_DB_STATEMENT_TIMEOUT),
+    for the web's database work outside a request's middleware: a live socket's renders and
+    reads, a streamed export's pages. Unbounded, one of them on a database that answers
+    nothing would hold its worker thread for ever."""
+    @wraps(read)
+    def bounded_read(*args, **kwargs):
+        with connection.execute_wrapper(BoundedStatements(settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT)):
+            return read(*args, **kwargs)
+    return bounded_read

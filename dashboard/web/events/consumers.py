@@ -5,6 +5,7 @@ import orjson
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
+from dashboard.runtime.db_deadline import bounded_reads
 from dashboard.web.events import reads as event_reads
 from dashboard.web.live import hub as live_hub
 from dashboard.web.live.consumers import BAD_INPUT, LiveConsumer, _query
@@ -45,7 +46,7 @@ class EventsConsumer(LiveConsumer):
                 "notice": 'This page sent the socket something other than {"after": <seq>}.'}))
             return
         after = max(after, self._seen or 0)   # a second word: nothing is sent twice
-        rows, top, more = await database_sync_to_async(event_reads.events_between)(
+        rows, top, more = await database_sync_to_async(bounded_reads(event_reads.events_between))(
             self.filter, after)
         with self._lock:
             self._seen = max(after, top, self._seen or 0)

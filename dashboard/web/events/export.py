@@ -12,6 +12,7 @@ import orjson
 from channels.db import database_sync_to_async
 from django.http import StreamingHttpResponse
 
+from dashboard.runtime.db_deadline import bounded_reads
 from dashboard.web.events import reads as event_reads
 
 EXPORT_LIMIT = 100_000
@@ -45,14 +46,14 @@ async def _lines(event_filter, top: int, form: str):
     sent = 0
     while sent < EXPORT_LIMIT:
         asked = min(EXPORT_CHUNK, EXPORT_LIMIT - sent)
-        rows = await database_sync_to_async(event_reads.older_than)(event_filter, top, asked)
+        rows = await database_sync_to_async(bounded_reads(event_reads.older_than))(event_filter, top, asked)
         if rows:
             yield write(rows)
             sent += len(rows)
             top = rows[-1].seq
         if len(rows) < asked:
             return
-    if await database_sync_to_async(event_reads.older_than)(event_filter, top, 1):
+    if await database_sync_to_async(bounded_reads(event_reads.older_than))(event_filter, top, 1):
         said = f"capped at {EXPORT_LIMIT} rows; the rest: before={top}"
         yield _csv_text([[f"# {said}"]]) if form == "csv" else orjson.dumps(
             {"capped": said, "limit": EXPORT_LIMIT, "before": top}) + b"\n"

@@ -21,6 +21,8 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from redis.exceptions import TimeoutError as RedisTimeout
 
+from dashboard.runtime.db_deadline import bounded_reads
+
 log = logging.getLogger(__name__)
 
 PUSH_INTERVAL = 0.5          # seconds: a person reads no faster; bursts are coalesced
@@ -94,7 +96,7 @@ class Fragment:
 async def render(member) -> str:
     """A socket's render, in a worker thread of its own: renders only read, so they need
     not queue on Django's one thread for database work behind every socket's login."""
-    return await database_sync_to_async(member.render, thread_sensitive=False)()
+    return await database_sync_to_async(bounded_reads(member.render), thread_sensitive=False)()
 
 
 class Hub:

@@ -4,6 +4,7 @@ import threading
 from channels.db import database_sync_to_async
 from django.template.loader import render_to_string
 
+from dashboard.runtime.db_deadline import bounded_reads
 from dashboard.web.live.consumers import BAD_INPUT, LiveConsumer, _nodes_touched, _query
 from dashboard.web.nodes import heatmap, query as node_query, reads as node_reads, views
 
@@ -23,7 +24,7 @@ class NodesConsumer(LiveConsumer):
         self._extended = True
         # The rows shown are redrawn in place; which rows a page holds is redrawn only when
         # nodes come or go (a sort by use would otherwise reshuffle under the reader).
-        self._shown = set(await database_sync_to_async(node_reads.page_names)(self.filters))
+        self._shown = set(await database_sync_to_async(bounded_reads(node_reads.page_names))(self.filters))
         await super().connect()
 
     def wants(self, message: dict) -> bool:

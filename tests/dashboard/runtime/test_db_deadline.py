@@ -1,5 +1,6 @@
 """Deadlines for database work (dashboard/runtime/db_deadline.py): the watchdog alone, then
 a real PostgreSQL behind the fault proxy (tests/faultproxy.py) that answers nothing."""
+import asyncio
 import threading
 import time
 
@@ -111,3 +112,37 @@ def test_a_deadline_that_passes_as_the_block_ends_closes_the_connection(proxied,
         select_one(wrapper)
         assert fired.wait(5)
     assert wrapper.connection is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_webs_reads_outside_a_request_run_under_the_statement_bound(monkeypatch, settings):
+    """A live socket's renders and an export's pages run no request middleware: wrapped
+    in bounded_reads, their statements go through the same BoundedStatements."""
+    from dashboard.web.live import hub
+
+    settings.SCHEDVIEW_DB_STATEMENT_TIMEOUT = 3
+    seen = []
+
+    class Recording(db_deadline.BoundedStatements):
+        def __call__(self, execute, sql, params, many, context):
+            seen.append((self.seconds, sql))
+            return execute(sql, params, many, context)
+
+    monkeypatch.setattr(db_deadline, "BoundedStatements", Recording)
+
+    def read():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            return cursor.fetchone()[0]
+
+    assert db_deadline.bounded_reads(read)() == 1
+    assert seen == [(3, "SELECT 1")]
+    read()                                   # unwrapped: not bounded
+    assert len(seen) == 1
+    # A live socket's render, as the hub runs it (in a worker thread of its own).
+
+    class Member:
+        render = staticmethod(read)
+
+    assert asyncio.run(hub.render(Member())) == 1
+    assert len(seen) == 2
