@@ -32,6 +32,7 @@ from redis.exceptions import LockError, LockNotOwnedError
 
 from dashboard.models import LeaseTerm
 from dashboard.owner.fence import RedisFence, take_term
+from dashboard.runtime.db_deadline import bounded
 from dashboard.runtime.redis_outage import UNREACHABLE, RedisBackoff
 from dashboard.wire.keys import OWNER_LEASE, lease_term
 from dashboard.wire.lease import holder_name, lease_holder, lease_token
@@ -57,6 +58,11 @@ class LeaderLease:
         self._renewing = None             # (thread, its stop event) while renewing
         self.on_doubt = lambda: None      # what the renewal thread calls when it doubts
 
+    def _term_deadline(self) -> float:
+        """How long the database may take to give the term: half the renew deadline, so a
+        database that answers nothing (issue 22) leaves time to give the lease back."""
+        return self.renew_deadline / 2
+
     def held(self) -> bool:
         """Whether this owner may act as leader now."""
         return not self.lost.is_set() and self.clock() < self._held_until
@@ -72,7 +78,8 @@ class LeaderLease:
         if not self.lock.acquire(blocking=False, token=self.token):
             return False
         try:
-            term = take_term()
+            with bounded(connections["default"], self._term_deadline()):
+                term = take_term()
         except DatabaseError:
             self.release()
             raise
@@ -107,7 +114,8 @@ class LeaderLease:
         if not self.lock.acquire(blocking=False, token=self.token):
             return False
         try:
-            term = LeaseTerm.current()
+            with bounded(connections["default"], self._term_deadline()):
+                term = LeaseTerm.current()
         except DatabaseError:
             self.release()      # unproven: another owner may have it meanwhile
             raise

@@ -18,6 +18,7 @@ from dashboard.owner.leader import LeaderLease
 from dashboard.runtime.redis_outage import RedisBackoff, loop_client
 from dashboard.wire.clients import redis_client
 from dashboard.wire.keys import lease_term
+from tests.faultproxy import BLACKHOLE, FaultProxy
 from tests.waiting import wait_for
 
 
@@ -353,3 +354,30 @@ def test_the_lease_is_renewed_while_the_new_leader_is_still_starting(key, monkey
     thread.join(20)
     assert kept == [True]
     assert starting._renewing is None, "the renewal outlived the leadership"
+
+
+def test_a_term_the_database_does_not_answer_for_gives_the_lease_back(key):
+    """A database that accepts and answers nothing (issue 22, item 5): taking the term
+    gives up within half the renew deadline and gives the lease back for another owner,
+    rather than holding it, and this thread, for as long as the database hangs."""
+    default = connections["default"]
+    if default.vendor != "postgresql":
+        pytest.skip("the deadline bounds PostgreSQL's sockets (DATABASE_URL=postgres://...)")
+    saved = dict(default.settings_dict)
+    target = (saved["HOST"] or "127.0.0.1", int(saved["PORT"] or 5432))
+    with FaultProxy(target) as proxy:
+        default.close()
+        default.settings_dict.update(HOST="127.0.0.1", PORT=proxy.port)
+        try:
+            default.ensure_connection()
+            proxy.set_mode(BLACKHOLE)
+            a = lease(key, "a", seconds=3.0)        # renew deadline 2 s: 1 s for the term
+            started = time.monotonic()
+            with pytest.raises(OperationalError, match="no answer within 1 s"):
+                a.try_acquire()
+            assert time.monotonic() - started < 2.5
+            assert not redis_client(settings.REDIS_URL).exists(key)
+        finally:
+            default.close()
+            default.settings_dict.clear()
+            default.settings_dict.update(saved)
