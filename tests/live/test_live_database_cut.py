@@ -208,11 +208,17 @@ def test_two_owners_recover_from_a_database_cut_by_themselves(cut_stack, leader_
             config_file=stack.env["SCHEDVIEW_KUBECONFIG"]))
         node = api.list_node().items[0].metadata.name
         stale, fresh = new_pod(api, "stale-bind"), new_pod(api, "fresh-bind")
-        with app.connection_for_write(celery_url(redis.url)) as connection:
-            for uid, name, of_term in ((stale, "stale-bind", term_before),
-                                       (fresh, "fresh-bind", term(database))):
-                app.send_task(BIND_PODS, args=([[uid, "default", name, node]],),
-                              kwargs={"term": of_term}, connection=connection)
+        def send():
+            with app.connection_for_write(celery_url(redis.url)) as connection:
+                for uid, name, of_term in ((stale, "stale-bind", term_before),
+                                           (fresh, "fresh-bind", term(database))):
+                    app.send_task(BIND_PODS, args=([[uid, "default", name, node]],),
+                                  kwargs={"term": of_term}, connection=connection)
+        # From a thread of its own: Celery keeps the result backend it makes per thread,
+        # and this one names the test's private Redis, gone when the test ends.
+        sender = threading.Thread(target=send)
+        sender.start()
+        sender.join()
         wait_for(lambda: f"refused 1 bind(s) of lease term {term_before}" in stack.log("worker"),
                  30, "the worker to refuse the stale bind")
         wait_for(lambda: cluster_pods(stack).get(fresh) == node, 30, "the current term's bind")
