@@ -58,6 +58,13 @@ CASES = {
     ("GET", "/api/v1/audit", 200): ("api", "/api/v1/audit?action=forget", {}),
     ("GET", "/api/v1/audit", 400): ("api", "/api/v1/audit?result=maybe", {}),
 }
+# Reads `at` a moment (issue 24): this world keeps no checkpoint, so every moment is gone.
+CASES.update({
+    ("GET", "/api/v1/nodes", 410): ("api", "/api/v1/nodes?at=1", {}),
+    ("GET", "/api/v1/nodes/{name}", 410): ("api", "/api/v1/nodes/node-a?at=1", {}),
+    ("GET", "/api/v1/zones", 400): ("api", "/api/v1/zones?at=yesterday", {}),
+    ("GET", "/api/v1/zones", 410): ("api", "/api/v1/zones?at=1", {}),
+})
 _DIAGNOSIS = "/api/v1/pods/{uid}/diagnosis"
 CASES.update({
     ("GET", _DIAGNOSIS, 200): ("api", "/api/v1/pods/uid-waiting-0/diagnosis", {}),
