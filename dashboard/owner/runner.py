@@ -174,11 +174,11 @@ def fenced_binding(post_binding, held):
     return post_while_held
 
 
-def listen_for_scheduler(calls: OwnerCalls, held=None):
+def listen_for_scheduler(calls: OwnerCalls, held=None, refused=None):
     """The owner's own extender listener on SCHEDVIEW_EXTENDER_ADDRESS, serving; None
-    (logged) while the address is taken or its TLS files are unusable: the owner keeps
-    the cache, and the loop tries again after LISTEN_RETRY. With `held` (the lease's
-    held()), its binds are posted only while it says so."""
+    (logged, and told to `refused`) while the address is taken or its TLS files are
+    unusable: the owner keeps the cache, and the loop tries again after LISTEN_RETRY.
+    With `held` (the lease's held()), its binds are posted only while it says so."""
     address = settings.SCHEDVIEW_EXTENDER_ADDRESS
     try:
         tls = (ExtenderTLS(settings.SCHEDVIEW_EXTENDER_CERT, settings.SCHEDVIEW_EXTENDER_KEY,
@@ -193,6 +193,8 @@ def listen_for_scheduler(calls: OwnerCalls, held=None):
     except OSError as exc:
         log.error("cannot serve kube-scheduler's extender on SCHEDVIEW_EXTENDER_ADDRESS=%s: "
                   "%s; trying again in %g s", address, exc, LISTEN_RETRY)
+        if refused is not None:
+            refused(f"cannot listen on {address}: {exc}")
         return None
     log.info("serving kube-scheduler's extender at %s", listener.url)
     return listener.start()
@@ -269,17 +271,29 @@ class SchedulerDoor:
         self._listener = None
         self._open_at = 0.0
         self._lock = threading.Lock()
+        # Why a leader is not serving kube-scheduler ("" while it is, or is not meant to):
+        # its health says so (a port still held by a frozen former leader, issue 22).
+        self.refused = ""
 
     def open(self, now: float):
         """Listen, unless listening already or a failed try was too recent."""
         with self._lock:
             if self._listener is None and now >= self._open_at:
-                self._listener = listen_for_scheduler(self.calls, self.held)
+                self._listener = listen_for_scheduler(self.calls, self.held, self._refuse)
                 self._open_at = now + LISTEN_RETRY
+                if self._listener is not None:
+                    self.refused = ""
+
+    def _refuse(self, why: str):
+        self.refused = why
+
+    def status(self) -> dict:
+        return {"extender_refused": self.refused}
 
     def close(self, why: str = ""):
         with self._lock:
             listener, self._listener, self._open_at = self._listener, None, 0.0
+            self.refused = ""
         if listener is not None:
             if why:
                 log.warning("kube-scheduler's extender closed: %s", why)
@@ -320,6 +334,8 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
              if settings.SCHEDVIEW_EXTENDER_ADDRESS else None)
     door = (SchedulerDoor(calls, lease.held if lease is not None else None)
             if calls is not None else None)
+    if door is not None:
+        owner.status_parts.append(door.status)
     if lease is not None and door is not None:
         # The lease is renewed from the moment it is taken (the watch command); from now
         # a doubt closes kube-scheduler's door at once, whatever this thread is doing.

@@ -152,6 +152,10 @@ def owner_check(owner: OwnerStatus) -> Check:
     if not owner.synced:
         return Check("owner", "Cache owner", WARN, "The owner leads but is still listing the "
                      "cluster: the cache is incomplete", link)
+    refused = owner.counters.get("extender_refused")
+    if refused:
+        return Check("owner", "Cache owner", WARN, "Leading and synced, but not serving "
+                     f"kube-scheduler's extender: {refused}", link)
     return Check("owner", "Cache owner", OK, f"Leading and synced (reported {owner.reported})",
                  link)
 

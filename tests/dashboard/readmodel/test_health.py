@@ -33,6 +33,16 @@ def test_owner_absent_fails_syncing_warns_synced_is_ok():
     assert health.owner_check(live(synced=False)).level == WARN
     ok = health.owner_check(live())
     assert ok.level == OK and ok.link == "/#owner-status"
+    assert health.owner_check(live(extender_refused="")).level == OK
+
+
+def test_a_leader_not_serving_kube_scheduler_warns_why():
+    """Issue 22: the port held by a frozen former leader; healthy otherwise, it is not."""
+    check = health.owner_check(live(extender_refused="cannot listen on 127.0.0.1:8101: "
+                                                     "Address already in use"))
+    assert check.level == WARN
+    assert check.message == ("Leading and synced, but not serving kube-scheduler's extender: "
+                             "cannot listen on 127.0.0.1:8101: Address already in use")
 
 
 @pytest.mark.parametrize("backlog, level", [(0, OK), (99, OK), (100, WARN), (999, WARN),

@@ -21,6 +21,7 @@ from dashboard.owner.owner import CacheOwner
 from dashboard.owner.runner import (
     COMMAND_PERIOD,
     FEED_CHUNK,
+    SchedulerDoor,
     attach_extender,
     fenced_binding,
     listen_for_scheduler,
@@ -130,6 +131,27 @@ def test_a_taken_address_is_logged_and_the_owner_goes_on(caplog):
         assert listener.url == f"http://{address}/extender"
     finally:
         listener.close()
+
+
+def test_a_leader_that_cannot_listen_says_why_until_it_does():
+    """Issue 22: a former leader frozen with the port (SIGSTOP) keeps the new leader from
+    listening; the new one's status says so (health warns) until its next try succeeds."""
+    door = SchedulerDoor(OwnerCalls({}, "kube-scheduler"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = "127.0.0.1:%d" % taken.getsockname()[1]
+        with override_settings(SCHEDVIEW_EXTENDER_ADDRESS=address):
+            door.open(now=0.0)
+    assert door.status()["extender_refused"].startswith(f"cannot listen on {address}: ")
+    with override_settings(SCHEDVIEW_EXTENDER_ADDRESS=address):
+        door.open(now=1.0)             # too soon to try again: still refused
+        assert door.status()["extender_refused"]
+        door.open(now=1e9)             # the address is free now
+    try:
+        assert door.status() == {"extender_refused": ""}
+    finally:
+        door.close()
 
 
 def test_the_tls_settings_make_an_https_listener_and_unusable_files_are_logged(pki, caplog):
