@@ -288,6 +288,9 @@ SCHEDVIEW_EXTENDER_TIMEOUT = env.float("SCHEDVIEW_EXTENDER_TIMEOUT", default=5.0
 # verbs (POST /extender/filter, bind, preempt); empty: no extender. Loopback by default:
 # anyone who reaches it can bind and preempt, so open it wider only with a client CA.
 SCHEDVIEW_EXTENDER_ADDRESS = env.str("SCHEDVIEW_EXTENDER_ADDRESS", default="127.0.0.1:8101")
+# A listening socket of that address handed down by `manage.py up` to both owners (set by
+# `up`, not by hand): the leader accepts on it, so no owner holds the port for itself.
+SCHEDVIEW_EXTENDER_FD = env.int("SCHEDVIEW_EXTENDER_FD", default=None)
 if SCHEDVIEW_EXTENDER_ADDRESS and not re.fullmatch(r"[^\s:]+:\d{1,5}",
                                                     SCHEDVIEW_EXTENDER_ADDRESS):
     raise ImproperlyConfigured("SCHEDVIEW_EXTENDER_ADDRESS must be host:port (or empty), "

@@ -189,7 +189,8 @@ def listen_for_scheduler(calls: OwnerCalls, held=None, refused=None):
         if held is not None:
             post_binding = fenced_binding(post_binding, held)
         listener = ExtenderListener(address, calls, settings.SCHEDVIEW_EXTENDER_TIMEOUT,
-                                    post_binding=post_binding, tls=tls)
+                                    post_binding=post_binding, tls=tls,
+                                    inherited_fd=settings.SCHEDVIEW_EXTENDER_FD)
     except OSError as exc:
         log.error("cannot serve kube-scheduler's extender on SCHEDVIEW_EXTENDER_ADDRESS=%s: "
                   "%s; trying again in %g s", address, exc, LISTEN_RETRY)

@@ -42,6 +42,7 @@ class Child:
     infrastructure: bool = False
     env: dict[str, str] | None = None    # the child's whole environment (None: ours)
     probe: str = ""      # host:port of its /healthz /readyz /metrics, when it serves them
+    pass_fds: tuple[int, ...] = ()   # descriptors it inherits (the extender's socket)
 
 
 @dataclass
@@ -103,6 +104,7 @@ class Supervisor:
         supervisor, which stops children in order), bound to die with this thread."""
         parent = os.getpid()
         process = subprocess.Popen(child.argv, process_group=0, env=child.env,
+                                   pass_fds=child.pass_fds,
                                    preexec_fn=lambda: die_with_parent(parent))
         self.running[child.name] = (child, process)
         self._started_at[child.name] = self.clock()

@@ -37,6 +37,7 @@ from dashboard.launcher import demo_scenes
 from dashboard.runtime import embedded_redis, supervised, weather
 from dashboard.runtime.supervisor import Child, CrashLoop, Supervisor
 from dashboard.wire.clients import redis_client
+from dashboard.wire.extender import parse_address
 
 HOST = "127.0.0.1"
 
@@ -157,12 +158,28 @@ def probed(env: dict) -> tuple[dict, str]:
     return dict(env, SCHEDVIEW_PROBE_ADDRESS=address), address
 
 
-def manage(name, env, *argv, probe=False) -> Child:
+def manage(name, env, *argv, probe=False, pass_fds=()) -> Child:
     """A `manage.py` child; `probe`: it serves /metrics on a port of its own."""
     address = ""
     if probe:
         env, address = probed(env)
-    return Child(name, [sys.executable, "manage.py", *argv], env=env, probe=address)
+    return Child(name, [sys.executable, "manage.py", *argv], env=env, probe=address,
+                 pass_fds=tuple(pass_fds))
+
+
+def extender_socket(address: str) -> socket.socket:
+    """kube-scheduler's extender address, listened on here and handed to both owners: the
+    leader accepts on it. An owner binding the port itself kept it while frozen (SIGSTOP),
+    and the next leader could not listen until it woke (issue 22); a socket they share
+    belongs to neither."""
+    try:
+        sock = socket.create_server(parse_address(address), backlog=socket.SOMAXCONN)
+    except OSError as exc:
+        raise CommandError(f"cannot listen for kube-scheduler's extender on "
+                           f"SCHEDVIEW_EXTENDER_ADDRESS={address}: {exc}") from None
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # as cheroot sets its own
+    sock.set_inheritable(True)
+    return sock
 
 
 def celery(name, env, *argv, probe=False) -> Child:
@@ -243,8 +260,14 @@ class Command(BaseCommand):
                 call_command("collectstatic", interactive=False, verbosity=0)
                 login = first_login(settings.VAR_DIR)
                 # Two owners: whichever takes the lease first leads, the other stands by.
-                supervisor.start(manage("owner-a", env, "watch", "--id", "owner-a", probe=True))
-                supervisor.start(manage("owner-b", env, "watch", "--id", "owner-b", probe=True))
+                owner_env, shared = env, ()
+                if settings.SCHEDVIEW_EXTENDER_ADDRESS:
+                    listening = extender_socket(settings.SCHEDVIEW_EXTENDER_ADDRESS)
+                    shared = (listening.fileno(),)
+                    owner_env = dict(env, SCHEDVIEW_EXTENDER_FD=str(listening.fileno()))
+                for name in ("owner-a", "owner-b"):
+                    supervisor.start(manage(name, owner_env, "watch", "--id", name,
+                                            probe=True, pass_fds=shared))
                 supervisor.start(manage("pools", env, "pools", *(
                     ("--demand", DEMO_DEMAND) if simulated and not replay else ()), probe=True))
                 supervisor.start(celery("worker", worker_env(env, settings.VAR_DIR), "worker",

@@ -16,6 +16,7 @@ connections, so another's leave kube-scheduler its workers (deploy/'s NetworkPol
 no one else reach the port at all).
 """
 import logging
+import os
 import select
 import socket
 import ssl
@@ -221,10 +222,22 @@ class _Server(wsgi.Server):
     expiration_interval = STOP_POLL
     max_request_header_size = MAX_HEAD   # over it: cheroot's 414 or 413, and the end
 
-    def __init__(self, *args, per_address: int, **kwargs):
+    def __init__(self, *args, per_address: int, inherited_fd: int | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.gateway = _Gateway
         self.per_address = _PerAddress(per_address)
+        self.inherited_fd = inherited_fd
+
+    def bind(self, family, type, proto=0):
+        """cheroot makes its socket here; on a socket handed down instead (`up` makes one and
+        gives it to both owners), this leader accepts on that one. A former leader frozen
+        with it (SIGSTOP) then holds no port: it just accepts nothing, and the new leader's
+        accepts take the connections (issue 22: a frozen leader kept the extender away)."""
+        if self.inherited_fd is None:
+            return super().bind(family, type, proto)
+        sock = self.socket = socket.socket(fileno=os.dup(self.inherited_fd))
+        self.bind_addr = sock.getsockname()[:2]
+        return sock
 
     def process_conn(self, conn):
         """cheroot's selector thread hands a connection on to the workers: a new one only
@@ -249,13 +262,15 @@ class ExtenderListener:
 
     def __init__(self, address: str, calls: OwnerCalls, timeout: float, *, post_binding,
                  tls: ExtenderTLS = None, max_body: int = MAX_BODY, threads: int = THREADS,
-                 per_address: int = PER_ADDRESS):
+                 per_address: int = PER_ADDRESS, inherited_fd: int | None = None):
         """post_binding(uid, namespace, name, node) -> (outcome, reason): posts a bind's
-        Binding (dashboard.kube.binding.bind_once) in the request's thread."""
+        Binding (dashboard.kube.binding.bind_once) in the request's thread. `inherited_fd`:
+        a listening socket of `address` to accept on rather than binding one."""
         app = ExtenderApp(calls, timeout, post_binding, max_body)
         self._server = _Server(parse_address(address), app, numthreads=threads,
                                server_name="schedview-extender", timeout=IDLE_TIMEOUT,
-                               request_queue_size=socket.SOMAXCONN, per_address=per_address)
+                               request_queue_size=socket.SOMAXCONN, per_address=per_address,
+                               inherited_fd=inherited_fd)
         self._server.ssl_adapter = tls
         self._server.prepare()   # binds and starts the workers
         self._calls = calls

@@ -652,3 +652,28 @@ def test_the_date_header_is_the_seconds_http_date():
     assert http_date(clock=lambda: 0.2) == "Thu, 01 Jan 1970 00:00:00 GMT"
     assert http_date(clock=lambda: 0.9) == "Thu, 01 Jan 1970 00:00:00 GMT"
     assert http_date(clock=lambda: 86_401.0) == "Fri, 02 Jan 1970 00:00:01 GMT"
+
+
+def test_a_leader_on_the_shared_socket_serves_while_a_former_one_holds_it_frozen(
+        owner, calls, bindings):
+    """Issue 22: `up` listens once and hands the socket to both owners. A former leader
+    that holds it and accepts nothing (frozen: made, never serving) keeps no port from the
+    new leader, which accepts on the same socket and answers kube-scheduler."""
+    shared = socket.create_server(("127.0.0.1", 0))
+    address = "127.0.0.1:%d" % shared.getsockname()[1]
+    frozen = ExtenderListener(address, OwnerCalls({}, "kube-scheduler"), 5.0,
+                              post_binding=bindings, inherited_fd=shared.fileno())
+    leader = ExtenderListener(address, calls, 5.0, post_binding=bindings,
+                              inherited_fd=shared.fileno()).start()
+    try:
+        assert leader.address == shared.getsockname()
+        pod, nodes = owner.pod("web-0", requests={"cpu": "1"}), [owner.node("n1")]
+        status, result = post(connect(leader), "filter", filter_args(pod, nodes))
+        assert status == 200 and result["Error"] == ""
+    finally:
+        leader.close()
+        frozen.close()
+    # Closing an owner's listener leaves the shared socket listening for the next leader.
+    with socket.create_connection(shared.getsockname(), timeout=5):
+        pass
+    shared.close()
