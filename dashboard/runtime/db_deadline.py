@@ -122,6 +122,10 @@ def bounded(connection, seconds: float):
 
 
 GRACE = 1.0   # seconds the client waits past the server's statement_timeout
+# Seconds to learn who asks (a session's user, a token's row): a lookup by key, quick on a
+# database that answers at all. Past it, the request is a 503 at once (health's document
+# for /api/v1/health) rather than after the whole statement bound.
+WHO_ASKS = 2.0
 _timed = weakref.WeakSet()   # psycopg connections whose session has the statement timeout
 
 

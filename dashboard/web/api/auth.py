@@ -8,11 +8,13 @@ logged-in operator's browser.
 from datetime import timedelta
 from functools import wraps
 
+from django.db import connection
 from django.http import JsonResponse
 from django.utils import timezone
 from ninja.security import HttpBearer, SessionAuth
 
 from dashboard.models import ACT_PERMISSION, ApiToken
+from dashboard.runtime.db_deadline import WHO_ASKS, bounded
 from dashboard.web.api.errors import UNAUTHENTICATED, ApiError
 
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -20,8 +22,9 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 class BearerToken(HttpBearer):
     def authenticate(self, request, token):
-        row = (ApiToken.objects.select_related("user")
-               .filter(digest=ApiToken.digest_of(token)).first())
+        with bounded(connection, WHO_ASKS):
+            row = (ApiToken.objects.select_related("user")
+                   .filter(digest=ApiToken.digest_of(token)).first())
         now = timezone.now()
         if row is None or row.refusal(now):
             return None

@@ -25,7 +25,13 @@ from django.urls import reverse
 from psycopg_pool import PoolTimeout
 
 from dashboard.readmodel import health
-from dashboard.runtime.db_deadline import DATABASE_ERRORS, BoundedStatements, NoAnswer
+from dashboard.runtime.db_deadline import (
+    DATABASE_ERRORS,
+    WHO_ASKS,
+    BoundedStatements,
+    NoAnswer,
+    bounded,
+)
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +111,11 @@ class DatabaseDownMiddleware:
 
     def __call__(self, request):
         try:
-            request.user.is_authenticated
+            if settings.SESSION_COOKIE_NAME in request.COOKIES:   # else nothing to look up
+                with bounded(connection, WHO_ASKS):
+                    request.user.is_authenticated
+            else:
+                request.user.is_authenticated
         except DATABASE_ERRORS as error:
             return unavailable(request, error)
         return self.get_response(request)
