@@ -5,8 +5,6 @@ the database within its bound, /api/v1/health answers its document within its bo
 the database check not ok, and both serve again once the database answers. The figures
 (slowest answer during the fault, time to serve again) are printed (-s) and recorded in
 bench/README.md."""
-import subprocess
-import sys
 import time
 
 import orjson
@@ -18,9 +16,6 @@ from dashboard.clients.owner_client import send
 from dashboard.models import ComparerRun
 from tests.faultproxy import BLACKHOLE, PASS, FaultProxy
 from tests.live.livestack import (
-    ROOT,
-    Stack,
-    child_env,
     database_url,
     new_pod,
     owner_status,
@@ -28,7 +23,7 @@ from tests.live.livestack import (
     synced_owner,
 )
 from tests.live.private_services import PrivatePostgres
-from tests.live.test_live_database_down import log_in, timed_get
+from tests.live.private_web import log_in, timed_get, web_on
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(300)
@@ -48,24 +43,9 @@ def web(redis_url, tmp_path):
         database.init()
         with FaultProxy(("127.0.0.1", database.port)) as proxy:
             url = f"postgres://postgres@127.0.0.1:{proxy.port}/postgres"
-            env = dict(child_env(tmp_path, redis_url, tmp_path / "no-kubeconfig", db_pool=4,
-                                 db_statement_timeout=STATEMENT_TIMEOUT),
-                       DATABASE_URL=url, DJANGO_SUPERUSER_PASSWORD="pw-for-the-test")
-            stack = Stack(tmp_path, env)
-
-            def manage(*argv):
-                return subprocess.run([sys.executable, "manage.py", *argv], cwd=ROOT, env=env,
-                                      check=True, capture_output=True, text=True,
-                                      timeout=120).stdout
-            manage("migrate", "--no-input")
-            manage("createsuperuser", "--no-input", "--username", "viewer",
-                   "--email", "v@x.test")
-            token = manage("apitoken", "viewer").strip().splitlines()[-1]
-            stack.web()
-            try:
+            with web_on(url, redis_url, tmp_path, db_pool=4,
+                        db_statement_timeout=STATEMENT_TIMEOUT) as (stack, token):
                 yield stack, proxy, token
-            finally:
-                stack.stop_all()
     finally:
         database.remove()
 
