@@ -127,7 +127,11 @@ def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
         with urlopen(f"http://127.0.0.1:{port}/static/schedview.css") as response:
             assert response.status == 200
         process.send_signal(signal.SIGINT)
-        process.wait(timeout=60)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:   # say where it stopped: its last words
+            raise AssertionError("up did not stop within 60 s of Ctrl-C; it last said:\n"
+                                 + "".join(output)[-3000:]) from None
         reader.join(timeout=30)
         rest = "".join(output)
     finally:
