@@ -66,6 +66,14 @@ class MomentRef:
     at: datetime          # the time of the latest transition at or before `seq`
 
 
+def utc_time(text: str) -> datetime:
+    """An ISO 8601 time ("2026-11-26T04:30:00Z"), UTC when it names no zone; ValueError
+    when it is none. The one reading of a time a person typed (`at`, the Events page's
+    window)."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt_timezone.utc)
+
+
 def parse_at(text: str) -> MomentRef:
     """A sequence number ("123456") or an ISO 8601 time ("2026-11-26T04:30:00Z"; without an
     offset, UTC) as the moment it names; BadMoment or Gone."""
@@ -76,12 +84,10 @@ def parse_at(text: str) -> MomentRef:
     if _SEQ.fullmatch(text):
         return _by_seq(int(text))
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
+        moment = utc_time(text)
     except ValueError:
         raise BadMoment(f"at: {text[:60]!r} is neither a sequence number nor an ISO 8601 "
                         f"time (e.g. 2026-11-26T04:30:00Z)") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt_timezone.utc)
     if moment > timezone.now() + timedelta(seconds=1):
         raise BadMoment(f"at: {moment.isoformat()} is in the future")
     row = (Transition.objects.filter(at__lte=moment).order_by("-at", "-seq")

@@ -17,6 +17,7 @@ from django.db.models import F, Max, Q
 from schedcache import events as cache_events
 
 from dashboard.models import Transition
+from dashboard.readmodel.moment import utc_time
 from dashboard.web.nodes.reads import NODE_NAME
 from dashboard.web.pods.history import shown_state
 from dashboard.wire.live import OWNER_LEADING
@@ -157,11 +158,10 @@ def _moment(query, name: str) -> datetime | None:
     if not raw:
         return None
     try:
-        at = datetime.fromisoformat(raw)
+        return utc_time(raw)
     except ValueError:
         raise BadEventFilter(f"{name}: an ISO time such as 2026-11-26T04:31:00Z, "
                              f"not {raw[:40]!r}") from None
-    return at if at.tzinfo else at.replace(tzinfo=tz.utc)
 
 
 def moment_of(at) -> datetime:
