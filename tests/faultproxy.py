@@ -62,10 +62,15 @@ class FaultProxy:
             self._changed.notify_all()
         self._close_listener()
         self._close_connections()
-        for thread in self._threads:
-            thread.join(JOIN_TIMEOUT)
-        alive = [thread.name for thread in self._threads if thread.is_alive()]
-        self._threads = []
+        alive = []
+        while True:   # a thread being joined may have started another (a pump)
+            with self._changed:
+                threads, self._threads = self._threads, []
+            if not threads:
+                break
+            for thread in threads:
+                thread.join(JOIN_TIMEOUT)
+            alive += [thread.name for thread in threads if thread.is_alive()]
         if alive:
             raise RuntimeError(f"fault proxy threads did not end: {alive}")
 
@@ -78,7 +83,8 @@ class FaultProxy:
     # --- inside ------------------------------------------------------------------------------
     def _spawn(self, target, *args, name: str):
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        self._threads = [t for t in self._threads if t.is_alive()] + [thread]
+        with self._changed:   # the accepting thread and each connection's spawn at once
+            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
         thread.start()
 
     def _listen(self):

@@ -117,6 +117,11 @@ def bounded(connection, seconds: float):
         if not _watchdog.disarm(token):
             raise NoAnswer(seconds) from error
         raise
+    except BaseException:
+        # Whatever else ended the block (an IntegrityError, a cancelled task), the deadline
+        # goes with it: left armed, it would shut whichever socket then holds that fd.
+        _watchdog.disarm(token)
+        raise
     if not _watchdog.disarm(token):   # fired as the block ended: the connection is broken
         connection.close()
 

@@ -114,6 +114,23 @@ def test_a_deadline_that_passes_as_the_block_ends_closes_the_connection(proxied,
     assert wrapper.connection is None
 
 
+@pytest.mark.parametrize("failure", ["SELECT * FROM no_such_table", "SELECT 1/0"])
+def test_any_error_ending_the_block_takes_its_deadline_with_it(proxied, monkeypatch, failure):
+    """A ProgrammingError or DataError is no OperationalError; its deadline left armed
+    would shut, seconds later, whatever socket then held the fd (in CI: the test run's
+    own connection, failing every test after it)."""
+    wrapper, _ = proxied
+    watchdog = Watchdog()
+    monkeypatch.setattr(db_deadline, "_watchdog", watchdog)
+    with pytest.raises(Exception) as raised:
+        with bounded(wrapper, 5):
+            select_one(wrapper)
+            with wrapper.cursor() as cursor:
+                cursor.execute(failure)
+    assert not isinstance(raised.value, OperationalError)
+    assert watchdog._armed == {}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_the_webs_reads_outside_a_request_run_under_the_statement_bound(monkeypatch, settings):
     """A live socket's renders and an export's pages run no request middleware: wrapped
