@@ -107,7 +107,9 @@ class RawInsert:
         quote = connection.ops.quote_name
         columns = ", ".join(quote(f.column) for f in self.inserted)
         staging = quote(f"staging_{self.table}")
-        with psycopg.Cursor(connection.connection) as cursor:
+        # The raw cursor's errors are raised as Django's, so a cut reads as the database
+        # being unreachable (retried quietly) and not as a failed write.
+        with connection.wrap_database_errors, psycopg.Cursor(connection.connection) as cursor:
             cursor.execute(f"CREATE TEMP TABLE IF NOT EXISTS {staging} AS "
                            f"SELECT {columns} FROM {quote(self.table)} WITH NO DATA")
             with cursor.copy(f"COPY {staging} ({columns}) FROM STDIN") as copy:

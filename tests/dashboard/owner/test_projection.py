@@ -211,3 +211,23 @@ def test_writing_for_counts_the_write_in_progress(monkeypatch):
     finally:
         release.set()
         writer.close()
+
+
+def test_a_cut_in_the_middle_of_a_copy_reads_as_the_database_unreachable():
+    """The COPY path writes through a raw psycopg cursor; its errors must come out as
+    Django's, or a cut is logged as a failed write (a traceback) instead of being waited out."""
+    import os
+    import socket
+
+    from django.db import connections
+    connection = connections["default"]
+    if connection.vendor != "postgresql":
+        pytest.skip("COPY is the PostgreSQL path")
+    connection.ensure_connection()
+    try:
+        with socket.socket(fileno=os.dup(connection.connection.fileno())) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+        with pytest.raises(OperationalError):
+            projection.POD_UPSERT.run(connection, [("a", row("a", "Added", 1))])
+    finally:
+        connection.close()
