@@ -13,11 +13,14 @@ INSTALLED := $(VENV)/.installed
 run: $(INSTALLED)
 	$(VENV)/bin/python manage.py up
 
-# The browser tests run in a pytest of their own: after Playwright has run in a process,
-# pytest-asyncio tests there fail. They need Debian's chromium (.ci/run installs it).
+# Three pytest runs: what starts no process of the stack on two workers (each its own
+# databases); the live tests one at a time (each runs a whole stack, which wants both
+# cores); the browser tests in a pytest of their own (after Playwright has run in a
+# process, pytest-asyncio tests there fail; they need Debian's chromium, .ci/run installs it).
 test: $(INSTALLED)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest --ignore=tests/browser
+	$(VENV)/bin/python -m pytest --ignore=tests/browser -m "not live" -n 2
+	$(VENV)/bin/python -m pytest --ignore=tests/browser -m live
 	$(VENV)/bin/python -m pytest tests/browser
 
 test-fast: $(INSTALLED)
