@@ -98,8 +98,11 @@ CLAIMS = "persistentvolumeclaims"
 # The annotation on the bookmark that ends a watch-list's initial events (capture 58).
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _IDENTITY = {"pods": "uid", "nodes": "name", CLAIMS: "name"}
-_LIST_CALLS = {"pods": "list_pod_for_all_namespaces", "nodes": "list_node",
-               CLAIMS: "list_persistent_volume_claim_for_all_namespaces"}
+# kind -> the client's list call (also its watch: watch=true on the same path), written out
+# so tests/deploy/test_rbac.py finds each call the owner's role must be granted.
+_LIST_CALLS = {"pods": lambda api: api.list_pod_for_all_namespaces,
+               "nodes": lambda api: api.list_node,
+               CLAIMS: lambda api: api.list_persistent_volume_claim_for_all_namespaces}
 FORBIDDEN = 403
 _CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 # Failures of the transport: refused, reset, cut mid-chunk, timed out.
@@ -303,7 +306,7 @@ class Reflector:
         self._running = False
         self.state = "new"             # listing, watching, backing off, stopped
         self._changed = threading.Condition()
-        self._list_call = getattr(api, _LIST_CALLS[kind])
+        self._list_call = _LIST_CALLS[kind](api)
         self.digest = digest
         self.stream_pages = stream_pages
         self.watch_list = watch_list   # until the server refuses it

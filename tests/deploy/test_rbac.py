@@ -32,6 +32,9 @@ CALLS = {
     ("dashboard/kube/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
     ("dashboard/kube/reflector.py", "list_pod_for_all_namespaces"):
         ({"owner", "pools"}, ("pods", {"list", "watch"})),
+    # the owner's claims (the stand-in's too, which no deployment runs)
+    ("dashboard/kube/reflector.py", "list_persistent_volume_claim_for_all_namespaces"):
+        ({"owner"}, ("persistentvolumeclaims", {"list", "watch"})),
     # The Binding and its read-back after a 409: the owner's listener posts kube-scheduler's
     # binds, the worker's Celery tasks the others.
     ("dashboard/kube/binding.py", "POST pods/binding"): ({"owner", "worker"}, ("pods/binding", {"create"})),
