@@ -46,6 +46,8 @@ CALLS = {
     ("dashboard/standin/standin.py", "delete_namespaced_pod"): (set(), None),
     ("dashboard/standin/standin.py", "patch_namespaced_pod_status"): (set(), None),
     ("dashboard/launcher/demo_scenes.py", "create_namespaced_pod"): (set(), None),
+    ("dashboard/launcher/demo_scenes.py", "create_namespaced_persistent_volume_claim"):
+        (set(), None),
     # `manage.py record`, an operator's command run with their own kubeconfig: no role
     # of the deployment records (it also lists nodes and pods through the reflector).
     ("dashboard/kube/recorder.py", "list_priority_class"): (set(), None),
