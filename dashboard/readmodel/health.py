@@ -213,7 +213,8 @@ def claims_note(owner: OwnerStatus) -> str:
                 "(HTTP 403)")
     if not claims.get("known"):
         return "claims not listed yet"
-    return f"{claims.get('count', 0):,} claims"
+    count = claims.get("count", 0)
+    return f"{count:,} claim{'s' if count != 1 else ''}"
 
 
 def silent_watches(owner: OwnerStatus) -> list[tuple[str, float]]:
