@@ -270,14 +270,21 @@ def _allocatable_scalar(name):
     return lambda record: record.allocatable.scalar_resources.get(name, 0)
 
 
+def claim_keys(pod) -> list:
+    """The (namespace, name) of each PersistentVolumeClaim the pod's volumes name: a claim
+    is looked up in the pod's own namespace."""
+    namespace = (pod.get("metadata") or {}).get("namespace") or ""
+    return [(namespace, volume["persistentVolumeClaim"].get("claimName") or "")
+            for volume in (pod.get("spec") or {}).get("volumes") or ()
+            if volume.get("persistentVolumeClaim") is not None]
+
+
 def missing_claim(pod, claims):
     """VolumeBinding's PreFilter refusal of a pod whose PersistentVolumeClaim does not exist
     (`claims`: the (namespace, name) of every claim there is), or None."""
-    namespace = (pod.get("metadata") or {}).get("namespace") or ""
-    for volume in (pod.get("spec") or {}).get("volumes") or ():
-        claim = volume.get("persistentVolumeClaim")
-        if claim is not None and (namespace, claim.get("claimName") or "") not in claims:
-            return CLAIM_NOT_FOUND.format(name=claim.get("claimName") or "")
+    for key in claim_keys(pod):
+        if key not in claims:
+            return CLAIM_NOT_FOUND.format(name=key[1])
     return None
 
 

@@ -8,7 +8,8 @@
                                         "binding_refused_namespaces": "team,ci",
                                         "lose_event_rate": 0.1,
                                         "update_conflict_rate": 0.3,
-                                        "silent_watches": true}
+                                        "silent_watches": true,
+                                        "forbidden_resources": "persistentvolumeclaims"}
     POST /simcluster/v1/kubelet        {"auto": true, "finish_deletes": true,
                                         "start_pods": true, "start_delay": 1.0,
                                         "grace_cap": 2.0}

@@ -1,4 +1,4 @@
-"""What the apiserver adds to a pod or node on create, in the order it writes keys.
+"""What the apiserver adds to a pod, node or claim on create, in the order it writes keys.
 
 Shared by the API server (POST defaults, capture 20) and the generator (which
 builds objects as the server would have returned them).
@@ -176,3 +176,22 @@ def new_node(body: dict, *, uid: str, resource_version: str, now: str, manager: 
     status.setdefault("nodeInfo", dict(EMPTY_NODE_INFO))
     return {"kind": "Node", "apiVersion": "v1", "metadata": ordered(meta, META_ORDER),
             "spec": spec, "status": ordered(status, NODE_STATUS_ORDER)}
+
+
+def new_claim(body: dict, *, namespace: str, uid: str, resource_version: str, now: str,
+              manager: str) -> dict:
+    """A PersistentVolumeClaim as a POST returns it: spec as sent (volumeMode defaulted to
+    Filesystem), status dropped for a fresh `Pending` (a subresource, as a pod's), the
+    pod's metadata rules. No PersistentVolume controller runs here, so it stays Pending:
+    only its existence counts (kube-scheduler's VolumeBinding PreFilter, shared
+    k8s-wire/why-pending missing-pvc)."""
+    meta = _user_meta(body)
+    spec = {"volumeMode": "Filesystem", **(body.get("spec") or {})}
+    user_meta = {k: v for k, v in meta.items() if k not in ("name", "namespace")}
+    tracked = {"metadata": user_meta, "spec": spec} if user_meta else {"spec": spec}
+    meta.update(namespace=namespace, uid=uid, resourceVersion=resource_version,
+                creationTimestamp=now, managedFields=[managed_entry(manager, now,
+                                                                    fields_v1(tracked))])
+    return {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+            "metadata": ordered(meta, META_ORDER), "spec": spec,
+            "status": {"phase": "Pending"}}

@@ -1,5 +1,5 @@
 """Fault knobs: failed, slow or refused binds, conflicting pod updates, lost watch
-events and silent watches, changeable at any time.
+events, silent watches and resources RBAC forbids, changeable at any time.
 
 Draws come from one seeded RNG so a run with the same knobs fails the same share.
 """
@@ -27,6 +27,9 @@ class Faults:
     # on, its connection held open: a hung API server or a blackholed connection (issue 22).
     # Off again, each goes on from where it stopped.
     silent_watches: bool = False
+    # Resources (comma-separated, e.g. "persistentvolumeclaims") the client's role may not
+    # read: every list, watch or get of them answers 403, as an RBAC denial does.
+    forbidden_resources: str = ""
     seed: int = 0
     _rng: random.Random = field(default=None, repr=False, compare=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -92,6 +95,11 @@ class Faults:
                                 "version and try again", "Conflict",
                            {"name": name, "kind": "pods"})
 
+    def before_read(self, resource: str, verb: str, namespace: str = "") -> None:
+        """Refuse a list, watch or get of a resource the role is not granted (403)."""
+        if resource in {r.strip() for r in self.forbidden_resources.split(",")}:
+            raise rbac_forbidden(resource, verb, namespace)
+
     def lose_event(self) -> bool:
         """Consulted by the store for every write."""
         return self._draw(self.lose_event_rate)
@@ -99,7 +107,7 @@ class Faults:
 
 _KNOBS = ("bind_failure_rate", "bind_failure_code", "bind_delay", "binding_refusal_rate",
           "binding_refused_namespaces", "lose_event_rate", "update_conflict_rate",
-          "silent_watches")
+          "silent_watches", "forbidden_resources")
 
 POLICY = "simcluster-deny-binding"
 
@@ -113,3 +121,18 @@ def binding_forbidden(namespace: str, name: str) -> ApiError:
                          f"'{POLICY}' with binding '{POLICY}' denied request: binding pods "
                          f"in namespace {namespace} is not allowed", "Forbidden",
                     {"name": name, "kind": "pods"})
+
+
+# Whom the denial names: the owner's account as deploy/base/rbac.yaml makes it.
+USER = "system:serviceaccount:schedview:schedview-owner"
+
+
+def rbac_forbidden(resource: str, verb: str, namespace: str = "") -> ApiError:
+    """kube-apiserver's answer to a request RBAC does not allow: 403 Forbidden, in its
+    authorizer's words. The captures hold no 403 (their client was an admin), so the Status
+    is shaped as the captured 404 (60-error-get-missing-pod-404: kind, apiVersion, empty
+    metadata, Failure, message, reason, details.kind, code), with the denial's message."""
+    scope = f'in the namespace "{namespace}"' if namespace else "at the cluster scope"
+    return ApiError(403, f'{resource} is forbidden: User "{USER}" cannot {verb} resource '
+                         f'"{resource}" in API group "" {scope}', "Forbidden",
+                    {"kind": resource})

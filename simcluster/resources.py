@@ -1,4 +1,4 @@
-"""Kubernetes semantics for pods, nodes and namespaces: the one place state changes.
+"""Kubernetes semantics for pods, nodes, namespaces and claims: the one place state changes.
 
 The HTTP handlers, the churn generator and the simulated kubelet all call these
 methods, so a bind or a delete behaves the same whoever asks. Behaviour follows
@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 import orjson
 
 from simcluster.defaults import (META_ORDER, POD_SPEC_ORDER, POD_STATUS_ORDER,
-                                 default_pod_spec, new_node, new_pod, ordered)
+                                 default_pod_spec, new_claim, new_node, new_pod, ordered)
 from simcluster.fields import fields_v1, managed_entry, track_update
 from simcluster.patch import apply_patch
 from simcluster.status import (ApiError, already_exists, bad_request, conflict, invalid,
@@ -55,9 +55,15 @@ def namespace_index(obj: dict) -> dict:
             "status.phase": (obj.get("status") or {}).get("phase", "")}
 
 
+def claim_index(obj: dict) -> dict:
+    meta = obj["metadata"]
+    return {"metadata.name": meta["name"], "metadata.namespace": meta.get("namespace", "")}
+
+
 FIELD_SELECTABLE = {"pods": tuple(pod_index({"metadata": {"name": ""}})),
                     "nodes": tuple(node_index({"metadata": {"name": ""}})),
-                    "namespaces": tuple(namespace_index({"metadata": {"name": ""}}))}
+                    "namespaces": tuple(namespace_index({"metadata": {"name": ""}})),
+                    "persistentvolumeclaims": tuple(claim_index({"metadata": {"name": ""}}))}
 
 
 def rfc3339(t: float) -> str:
@@ -74,6 +80,7 @@ class Api:
         store.register("pods", "Pod", True, pod_index)
         store.register("nodes", "Node", False, node_index)
         store.register("namespaces", "Namespace", False, namespace_index)
+        store.register("persistentvolumeclaims", "PersistentVolumeClaim", True, claim_index)
 
     def now(self) -> str:
         return rfc3339(self.clock())
@@ -133,6 +140,24 @@ class Api:
                       now=self.now(), manager=manager,
                       priority=(body.get("spec") or {}).get("priority", 0))
         return self.insert("pods", pod)
+
+    def create_claim(self, namespace: str, body: dict, manager: str) -> Entry:
+        """POST a PersistentVolumeClaim (see defaults.new_claim)."""
+        name = (body.get("metadata") or {}).get("name", "")
+        self._check_name("PersistentVolumeClaim", name)
+        if (body.get("metadata") or {}).get("namespace", namespace) != namespace:
+            raise bad_request("the namespace of the provided object does not match the "
+                              "namespace sent on the request")
+        claim = new_claim(body, namespace=namespace, uid=self._uid(), resource_version="0",
+                          now=self.now(), manager=manager)
+        return self.insert("persistentvolumeclaims", claim)
+
+    def delete_claim(self, namespace: str, name: str) -> Entry:
+        """DELETE a claim: gone at once (no pvc-protection finalizer here: no pod mounts
+        one), the DELETED state returned, as an unbound pod's delete returns it."""
+        with self.store.lock:
+            claim = self.read("persistentvolumeclaims", f"{namespace}/{name}")
+            return self.store.remove("persistentvolumeclaims", claim)
 
     def insert(self, resource: str, obj: dict) -> Entry:
         """Store a complete object as new (409 AlreadyExists if its name is taken).

@@ -33,7 +33,8 @@ _FLOW_SCHEMA = b"8c073c8d-e4a7-405d-9d3a-9c907827d60d"
 _PRIORITY_LEVEL = b"378f8bf2-02ac-4caa-94ed-aa36d89165fc"
 _INLINE_LIMIT = 2048          # Go's net/http buffers this much before it goes chunked
 _LIST_CHUNK = 1 << 20
-_LIST_KINDS = {"pods": b"PodList", "nodes": b"NodeList", "namespaces": b"NamespaceList"}
+_LIST_KINDS = {"pods": b"PodList", "nodes": b"NodeList", "namespaces": b"NamespaceList",
+               "persistentvolumeclaims": b"PersistentVolumeClaimList"}
 
 _NAME = r"([^/]+)"
 _ROUTES = [  # (pattern, handler method name)
@@ -54,6 +55,9 @@ _ROUTES = [  # (pattern, handler method name)
     (rf"/api/v1/namespaces/{_NAME}/pods/{_NAME}/status", "pod_status"),
     (rf"/api/v1/namespaces/{_NAME}/pods/{_NAME}/binding", "pod_binding"),
     (rf"/api/v1/namespaces/{_NAME}/bindings", "bindings"),
+    (r"/api/v1/persistentvolumeclaims", "all_claims"),
+    (rf"/api/v1/namespaces/{_NAME}/persistentvolumeclaims", "claims"),
+    (rf"/api/v1/namespaces/{_NAME}/persistentvolumeclaims/{_NAME}", "claim"),
 ]
 _COMPILED = [(re.compile(p + "$"), name) for p, name in _ROUTES]
 
@@ -280,6 +284,20 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self._not_allowed(method)
 
+    def h_all_claims(self, method):
+        if method != "GET":
+            self._not_allowed(method)
+        self._list_or_watch("persistentvolumeclaims", "")
+
+    def h_claims(self, method, ns):
+        if method == "POST":
+            self.send_body(201, self._full("persistentvolumeclaims", self.api.create_claim(
+                ns, self.body(), self.manager)))
+        elif method == "GET":
+            self._list_or_watch("persistentvolumeclaims", ns + "/")
+        else:
+            self._not_allowed(method)
+
     # -- single objects --------------------------------------------------------------
 
     def h_namespace(self, method, name):
@@ -305,6 +323,17 @@ class Handler(BaseHTTPRequestHandler):
             self.send_body(200, self._full("pods", entry))
         else:
             self._object(method, "pods", f"{ns}/{name}")
+
+    def h_claim(self, method, ns, name):
+        if method == "GET":
+            self.server.ctx.faults.before_read("persistentvolumeclaims", "get", ns)
+            self.send_body(200, self._full("persistentvolumeclaims", self.api.get(
+                "persistentvolumeclaims", f"{ns}/{name}")))
+        elif method == "DELETE":
+            self.send_body(200, self._full("persistentvolumeclaims",
+                                           self.api.delete_claim(ns, name)))
+        else:
+            self._not_allowed(method)
 
     def h_pod_status(self, method, ns, name):
         self._object(method, "pods", f"{ns}/{name}", "status")
@@ -356,8 +385,11 @@ class Handler(BaseHTTPRequestHandler):
                                      FIELD_SELECTABLE[resource]))
 
     def _list_or_watch(self, resource, prefix):
+        watch = _truthy(self.query.get("watch", ""))
+        self.server.ctx.faults.before_read(resource, "watch" if watch else "list",
+                                           prefix.rstrip("/"))
         labels, fields = self._selectors(resource)
-        if _truthy(self.query.get("watch", "")):
+        if watch:
             self._watch(resource, prefix, labels, fields)
         else:
             self._list(resource, prefix, labels, fields)

@@ -28,6 +28,7 @@ _BOOKMARK_BODY = {
              b'"osImage":"","containerRuntimeVersion":"","kubeletVersion":"",'
              b'"kubeProxyVersion":"","operatingSystem":"","architecture":""}}'),
     "Namespace": b'"spec":{},"status":{}',
+    "PersistentVolumeClaim": b'"spec":{},"status":{}',
 }
 
 

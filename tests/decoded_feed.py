@@ -1,6 +1,8 @@
 """The owner's feed as the decoder process hands it over (dashboard/owner/decoder.py), built
 from Kubernetes objects: so tests feed the owner through the production path, with the
 annotations production keeps."""
+from dashboard.kube.claims import claim_key
+from dashboard.kube.reflector import CLAIMS
 from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
 from dashboard.wire.extender import BIND_INFO_ANNOTATION
 
@@ -8,7 +10,9 @@ KEPT = (BIND_INFO_ANNOTATION,)
 
 
 def decoded(kind: str, obj: dict):
-    """A pod's record (digested), or a node as it is."""
+    """A pod's record (digested), a claim's key, or a node as it is."""
+    if kind == CLAIMS:
+        return claim_key(obj)
     return digest_pod(obj, KEPT) if kind == "pods" else obj
 
 

@@ -38,8 +38,13 @@ the paged way from then on; a stream cut before the bookmark is listed again:
   end in an ERROR); a watch that gets 410 straight after its list backs off
   too, so a history shorter than a list never makes it relist in a loop;
 - malformed lines, unknown event types and objects without an identity
-  (`metadata.uid` for pods, `metadata.name` for nodes) are counted in `stats`
-  and logged at most once per `log_interval` seconds per kind of problem.
+  (`metadata.uid` for pods, `metadata.name` for nodes and claims) are counted in
+  `stats` and logged at most once per `log_interval` seconds per kind of problem;
+- a list or watch answered 403 (RBAC does not grant this account the kind: the
+  owner's role may lack persistentvolumeclaims) sets `forbidden`, is logged once as
+  an error naming the kind and the API server's words, and is asked again after the
+  usual backoff (at most `backoff[1]` seconds apart), so a role granted later is
+  followed without a restart; the first list that succeeds clears it (logged).
 
 The watch stream is read chunk by chunk (lines split across chunks are joined)
 and each line is parsed with orjson; `kubernetes.watch.Watch` is not used (its
@@ -84,12 +89,21 @@ import orjson
 import urllib3
 from kubernetes.client.exceptions import ApiException
 
-__all__ = ["ListPage", "Relisted", "Watched", "Reflector", "Stopped", "KINDS"]
+__all__ = ["ListPage", "Relisted", "Watched", "Reflector", "Stopped", "KINDS", "CLAIMS"]
 
-KINDS = ("pods", "nodes")
+KINDS = ("pods", "nodes")        # what the cache mirrors (the owner's comparer lists both)
+# The claims kube-scheduler's VolumeBinding checks a pod's volumes against: the owner and
+# the stand-in follow which exist (scheduling.diagnosis.missing_claim).
+CLAIMS = "persistentvolumeclaims"
 # The annotation on the bookmark that ends a watch-list's initial events (capture 58).
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-_IDENTITY = {"pods": "uid", "nodes": "name"}
+_IDENTITY = {"pods": "uid", "nodes": "name", CLAIMS: "name"}
+# kind -> the client's list call (also its watch: watch=true on the same path), written out
+# so tests/deploy/test_rbac.py finds each call the owner's role must be granted.
+_LIST_CALLS = {"pods": lambda api: api.list_pod_for_all_namespaces,
+               "nodes": lambda api: api.list_node,
+               CLAIMS: lambda api: api.list_persistent_volume_claim_for_all_namespaces}
+FORBIDDEN = 403
 _CHANGES = frozenset(("ADDED", "MODIFIED", "DELETED"))
 # Failures of the transport: refused, reset, cut mid-chunk, timed out.
 _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OSError)
@@ -98,7 +112,7 @@ _TRANSPORT_ERRORS = (urllib3.exceptions.HTTPError, http.client.HTTPException, OS
 @dataclass(frozen=True, slots=True)
 class Relisted:
     """A fresh full list: the owner reconciles the cache with it."""
-    kind: str                # "pods" | "nodes"
+    kind: str                # "pods" | "nodes" | "persistentvolumeclaims"
     items: list              # list[dict], as the API server sent them (orjson-parsed)
     resource_version: str
 
@@ -193,6 +207,7 @@ class _InitialEvents:
         r.stats["lists"] += 1
         r.stats["watch_lists"] += 1
         r._failures = 0
+        r._allowed()
         r.sink(Relisted(r.kind, self.items, rv))
 
 
@@ -201,7 +216,8 @@ def _excerpt(line: bytes, limit: int = 120) -> bytes:
 
 
 class Reflector:
-    """Lists then watches one kind ("pods" or "nodes") into `sink`; see the module doc.
+    """Lists then watches one kind (pods, nodes or persistentvolumeclaims) into `sink`; see
+    the module doc.
 
     Arguments beyond the API client, kind and sink: `page_size` (list limit; 0
     lists in one request), `watch_timeout` (timeoutSeconds asked of the server),
@@ -224,7 +240,9 @@ class Reflector:
     errors (ERROR events other than 410, HTTP errors), reconnects (backoffs
     before a retry), malformed (unparseable lines, unknown types, missing
     fields) and skipped_no_uid (objects without metadata.uid, or without
-    metadata.name for nodes). `wait_for()` waits for a condition on them.
+    metadata.name for nodes and claims) and forbidden (403 answers). `forbidden`: the
+    last list or watch was answered 403, and no list has succeeded since.
+    `wait_for()` waits for a condition on them.
     `silent_for()`: seconds since the server last spoke.
 
     `digest` (optional) turns each object, listed or watched, into what the sink
@@ -251,8 +269,8 @@ class Reflector:
                  label_selector: str = "", field_selector: str = "",
                  digest: Callable[[dict], object] | None = None,
                  stream_pages: bool = False, watch_list: bool = False):
-        if kind not in KINDS:
-            raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+        if kind not in _IDENTITY:
+            raise ValueError(f"kind must be one of {tuple(_IDENTITY)}, not {kind!r}")
         self.api = api
         self.kind = kind
         self.sink = sink
@@ -274,7 +292,9 @@ class Reflector:
         self.resource_version = ""
         self.stats = dict.fromkeys(
             ("lists", "full_lists", "watch_lists", "watches", "events", "bookmarks", "expired",
-             "timeouts", "silent", "errors", "reconnects", "malformed", "skipped_no_uid"), 0)
+             "timeouts", "silent", "errors", "reconnects", "malformed", "skipped_no_uid",
+             "forbidden"), 0)
+        self.forbidden = False         # see _denied
         self.last_watch_end = ""       # why the last watch_once() ended
         self._id_field = _IDENTITY[kind]
         self._failures = 0             # since the last healthy watch
@@ -286,7 +306,7 @@ class Reflector:
         self._running = False
         self.state = "new"             # listing, watching, backing off, stopped
         self._changed = threading.Condition()
-        self._list_call = api.list_pod_for_all_namespaces if kind == "pods" else api.list_node
+        self._list_call = _LIST_CALLS[kind](api)
         self.digest = digest
         self.stream_pages = stream_pages
         self.watch_list = watch_list   # until the server refuses it
@@ -385,9 +405,12 @@ class Reflector:
                 except Stopped:
                     return
                 except ApiException as e:
-                    self.stats["errors"] += 1
-                    self._throttled.warning("list-http", "%s list failed: HTTP %s %s",
-                                            self.kind, e.status, e.reason)
+                    if e.status == FORBIDDEN:
+                        self._denied(e, "list")
+                    else:
+                        self.stats["errors"] += 1
+                        self._throttled.warning("list-http", "%s list failed: HTTP %s %s",
+                                                self.kind, e.status, e.reason)
                     self._back_off()
                     continue
                 except _TRANSPORT_ERRORS + (ValueError,) as e:
@@ -489,6 +512,7 @@ class Reflector:
         items, rv = result
         self.resource_version = rv
         self.stats["lists"] += 1
+        self._allowed()
         self._set_state()
         return Relisted(self.kind, items, rv)
 
@@ -610,6 +634,9 @@ class Reflector:
             if e.status == 410:
                 self.stats["expired"] += 1
                 return "expired"
+            if e.status == FORBIDDEN:
+                self._denied(e, "watch")
+                return "error"
             if listing and 400 <= e.status < 500 and e.status != 429:
                 self.watch_list = False
                 self.log.warning("%s: the API server refused the watch-list (HTTP %s %s); "
@@ -775,6 +802,29 @@ class Reflector:
         self.stats["errors"] += 1
         self._throttled.warning("watch-error", "%s watch ERROR event: %r", self.kind, status)
         return "error"
+
+    def _denied(self, exc: ApiException, verb: str) -> None:
+        """A 403: RBAC does not let this account `verb` the kind. Said once, as an error,
+        until a list succeeds: it lasts until someone changes the role, and a line every
+        backoff would bury the rest of the log."""
+        self.stats["forbidden"] += 1
+        if self.forbidden:
+            return
+        self.forbidden = True
+        try:
+            said = orjson.loads(exc.body).get("message") or ""
+        except (TypeError, ValueError, AttributeError):
+            said = ""
+        self.log.error("%s: the API server forbids this account to %s them (HTTP 403%s); "
+                       "carrying on without them, asking again every %g s at most",
+                       self.kind, verb, f": {said}" if said else "", self.backoff[1])
+
+    def _allowed(self) -> None:
+        """A list succeeded: a denial, if there was one, is over."""
+        if self.forbidden:
+            self.forbidden = False
+            self.log.warning("%s: listed again after HTTP 403 answers: the role now "
+                             "grants them", self.kind)
 
     def _malformed(self, msg: str, *args) -> None:
         self.stats["malformed"] += 1

@@ -1,5 +1,6 @@
-"""Three scenes the embedded default stages: a pod that waits, a pod the extender makes
-wait (its Waiting status, with reasons), and the extender's Preempting.
+"""Four scenes the embedded default stages: a pod that waits, a pod the extender makes
+wait (its Waiting status, with reasons), the extender's Preempting, and a pod whose
+PersistentVolumeClaim does not exist.
 
 The simulated cluster's churn makes pods that fit somewhere, so kube-scheduler's
 stand-in (dashboard/standin/standin.py) only ever binds them. `manage.py up` therefore adds,
@@ -20,7 +21,12 @@ through the Kubernetes API like any user:
   as a DaemonSet's or an earlier scheduler's would be), and a high-priority pod that
   needs those GPUs on that node: the stand-in finds no node for it and offers the
   batch pods to the extender's preempt, evicts the victims it answers, and the pod
-  binds once they are gone.
+  binds once they are gone;
+- a restore job whose volume names a claim nobody created: kube-scheduler's VolumeBinding
+  refuses it before trying any node (the why-pending capture's missing-pvc), so its page
+  and the Pending page say `0/N nodes are available: persistentvolumeclaim
+  "demo-restore-snapshot" not found. not found`; beside it a job mounting a claim that
+  exists, which is placed as any pod (the claims' existence is all that is checked).
 """
 from collections import Counter
 
@@ -40,6 +46,8 @@ TOLERATE_GPU = {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
 TOO_MANY_GPUS = 64
 _FINISHED = ("Succeeded", "Failed")
 PAGE_SIZE = 500      # objects a list page holds
+MISSING_CLAIM = "demo-restore-snapshot"    # never created
+PRESENT_CLAIM = "demo-scratch"
 
 
 def _pod(name: str, amount: int, priority_class: str = "", *, node: str = "",
@@ -58,7 +66,20 @@ def _pod(name: str, amount: int, priority_class: str = "", *, node: str = "",
         spec["nodeName"] = node
     if selector:
         spec["nodeSelector"] = selector
-    return {"apiVersion": "v1", "kind": "Pod",
+    return _demo_object("Pod", name, role, spec)
+
+
+def _claim_pod(name: str, claim: str, role: str) -> dict:
+    """A small pod mounting the PersistentVolumeClaim `claim`."""
+    spec = {"containers": [{"name": "main", "image": "registry.k8s.io/busybox:1.37",
+                            "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}
+    return _demo_object("Pod", name, role, spec)
+
+
+def _demo_object(kind: str, name: str, role: str, spec: dict) -> dict:
+    return {"apiVersion": "v1", "kind": kind,
             "metadata": {"name": name, "namespace": NAMESPACE,
                          "labels": {"app.kubernetes.io/part-of": "schedview-demo",
                                     "schedview.io/demo-role": role}},
@@ -109,6 +130,14 @@ def stage(api: client.CoreV1Api) -> list[str]:
                     for i in range(free)]
         created.append(_pod("demo-urgent-train", free, "high-priority",
                             selector={"kubernetes.io/hostname": node}, role="preempts"))
+    # the claim first, so that its job never looks to the scheduler as one whose claim is
+    # missing
+    api.create_namespaced_persistent_volume_claim(NAMESPACE, _demo_object(
+        "PersistentVolumeClaim", PRESENT_CLAIM, "claim",
+        {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}}}),
+        _preload_content=False).release_conn()
+    created += [_claim_pod("demo-restore-job", MISSING_CLAIM, role="claim-missing"),
+                _claim_pod("demo-scratch-job", PRESENT_CLAIM, role="claim-present")]
     for body in created:
         api.create_namespaced_pod(NAMESPACE, body, _preload_content=False).release_conn()
     return [body["metadata"]["name"] for body in created]

@@ -6,11 +6,13 @@ reflectors (HTTP, orjson, `make_pod_info`) run in a child process, which hands
 the owner batches of compact records over a pipe (marshal: plain values only):
 
 - a pod is `(pack_pod_info(info), kept annotations or None)`, or, when it cannot
-  be digested, `(None, uid, resourceVersion, why)`; a node is its parsed dict;
+  be digested, `(None, uid, resourceVersion, why)`; a node is its parsed dict; a
+  PersistentVolumeClaim (with `kinds` naming them) is its (namespace, name) only;
 - the owner's queue gets one `DecodedEvents` per batch of watch events of one
   kind (up to BATCH_MAX: the child's sender ships what gathered in SHIP_PERIOD),
   one `DecodedPage` per list page as it arrives (the owner applies a page while
-  the child parses the next) and one `DecodedList` when a list is complete.
+  the child parses the next) and one `DecodedList` when a list is complete; a kind
+  the API server starts refusing with 403 (RBAC) gets one `DecodedDenied`.
 
 Everything the Reflector guarantees still holds (it runs unchanged in the child).
 The owner reads each kind's `resource_version`, `state`, `stats` and
@@ -18,7 +20,8 @@ The owner reads each kind's `resource_version`, `state`, `stats` and
 `ReflectorView`, whose version only counts events already in the owner's
 queue, so "the watch passed the list's version" (runner.list_for_comparison)
 still means "everything the list shows is queued". `request_relist()` is
-forwarded.
+forwarded. `reflectors` are the views of the kinds the cache mirrors (pods, nodes),
+which the comparer waits on: the claims' view (`views[CLAIMS]`) has no part in that.
 
 The comparer's lists are taken here too (`list_for_comparison`): parsing every
 pod of a large cluster in the owner's process would hold its GIL for seconds and
@@ -51,10 +54,12 @@ from typing import Callable
 from schedcache import CacheError
 from schedcache.podinfo import make_pod_info, pack_pod_info
 
-from dashboard.kube.reflector import KINDS, ListPage, Reflector, Watched
+from dashboard.kube.claims import claim_key
+from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Watched
 from dashboard.runtime.supervisor import die_with_parent
 
-__all__ = ["ComparisonLists", "DecodedEvents", "DecodedList", "DecodedPage", "DecoderProcess",
+__all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedList", "DecodedPage",
+           "DecoderProcess",
            "ReflectorView", "comparable_node", "comparable_pod", "digest_pod"]
 
 log = logging.getLogger(__name__)
@@ -89,6 +94,13 @@ class DecodedList:
     """The list whose pages came before is complete (at resource_version)."""
     kind: str
     resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedDenied:
+    """The API server answers this kind's list or watch 403 (RBAC): what the owner kept of
+    it can no longer be followed (it is listed again once allowed)."""
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +189,8 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
         state, version = seen[kind]
         if state in _LISTING or len(entries) < queued:
             version = delivered.get(kind, "")
-        views[kind] = (state, version, dict(r.stats), r.last_watch_end, r.silent_for())
+        views[kind] = (state, version, dict(r.stats), r.last_watch_end, r.silent_for(),
+                       r.forbidden)
     conn.send_bytes(marshal.dumps((views, entries, received)))
 
 
@@ -237,8 +250,8 @@ def _child_main(data_conn, control_conn, api_factory, kinds, keep_annotations, r
     outbox = _Outbox()
     reflectors = {}
     for kind in kinds:
-        digest = functools.partial(digest_pod, keep_annotations=keep_annotations) \
-            if kind == "pods" else None
+        digest = (functools.partial(digest_pod, keep_annotations=keep_annotations)
+                  if kind == "pods" else claim_key if kind == CLAIMS else None)
         reflectors[kind] = r = Reflector(api_factory(), kind, outbox.sink, stop=stop,
                                          digest=digest, stream_pages=True, **options)
         r.resource_version = resume_from.get(kind, "")
@@ -285,6 +298,7 @@ class ReflectorView:
         self.state = "new"
         self.stats: dict = {}
         self.last_watch_end = ""
+        self.forbidden = False      # the reflector's: its kind answered 403
         self.clock = clock
         # When the API server last spoke, on our clock: a silence keeps growing here when
         # the decoder's messages stop too (a stuck or restarting decoder hears nothing).
@@ -306,14 +320,18 @@ class ReflectorView:
         with self._changed:
             return self._changed.wait_for(lambda: predicate(self), timeout)
 
-    def _update(self, state, version, stats, last_watch_end, silent=None) -> None:
-        """`silent`: the reflector's silent_for() as it shipped; None keeps the last."""
+    def _update(self, state, version, stats, last_watch_end, silent=None,
+                forbidden=False) -> bool:
+        """`silent`: the reflector's silent_for() as it shipped; None keeps the last.
+        Returns whether the kind has just been forbidden."""
         with self._changed:
             self.state, self.resource_version = state, version
             self.stats, self.last_watch_end = stats, last_watch_end
             if silent is not None:
                 self._heard_at = self.clock() - silent
+            denied, self.forbidden = forbidden and not self.forbidden, forbidden
             self._changed.notify_all()
+        return denied
 
 
 def warm_up() -> None:
@@ -359,7 +377,8 @@ class DecoderProcess:
 
     @property
     def reflectors(self) -> list:
-        return list(self.views.values())
+        """The views of the kinds the cache mirrors (see the module doc)."""
+        return [view for kind, view in self.views.items() if kind in KINDS]
 
     def start(self) -> "DecoderProcess":
         self._spawn()
@@ -462,7 +481,8 @@ class DecoderProcess:
                 failures = 0
                 self._hand_over(entries, received)
             for kind, view in views.items():
-                self.views[kind]._update(*view)
+                if self.views[kind]._update(*view):
+                    self.put(DecodedDenied(kind))
         # stopped (the child ships its views every STATUS_PERIOD, so this is seen soon)
         self._control(("stop", ""))
         self._end_child(5.0)

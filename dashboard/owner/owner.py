@@ -1,6 +1,7 @@
 """The cache owner: the one process that writes the cache.
 
-It applies what the decoder process hands over (watch events and lists, `apply.py`)
+It applies what the decoder process hands over (watch events and lists, `apply.py`;
+the claims there are, which every diagnosis looks pods' claims up in, `claims`)
 and the commands other processes send (`handlers.py`), changes the cache's
 assumptions only through the doors of `changes.py`, compares the cache with the
 cluster (`comparing.py`), and hands every transition on: to the database (read
@@ -16,14 +17,16 @@ import time
 import orjson
 
 from schedcache import Cache, Snapshot
-from scheduling.diagnosis import Diagnoser
+from scheduling.diagnosis import Diagnoser, claim_keys
 
+from dashboard.kube.claims import ClaimNames
+from dashboard.kube.reflector import CLAIMS
 from dashboard.owner.apply import FeedApplier
 from dashboard.owner.changes import CacheChanges
 from dashboard.owner.checkpoints import Checkpoints, ReplayNotes, capture
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareFailed, Compared, Comparer, CompareRequest
-from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage
+from dashboard.owner.decoder import DecodedDenied, DecodedEvents, DecodedList, DecodedPage
 from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.handlers import CommandHandlers, command_cause
 from dashboard.owner.journal import Journal, utc
@@ -35,7 +38,7 @@ from dashboard.runtime.redis_outage import RedisBackoff
 from dashboard.wire.keys import OWNER_SEQ, OWNER_STATUS, OWNER_STATUS_TTL
 
 _LAGGING = (DecodedEvents, DecodedPage)   # stamped with when the decoder read them
-_DECODED = (DecodedEvents, DecodedPage, DecodedList)
+_DECODED = (DecodedEvents, DecodedPage, DecodedList, DecodedDenied)
 
 
 class CacheOwner:
@@ -74,7 +77,10 @@ class CacheOwner:
         self.rows = ReadModelRows(cache, self.journal, pending, epoch, clock)
         self.applier = FeedApplier(cache, self.journal, self.rows, self.stats, pending)
         # Why pods pend: the `diagnose` command's, and the pending pods' reasons each flush
-        # counts for the metrics; its records move only when a diagnosis is made.
+        # counts for the metrics; its records move only when a diagnosis is made. The
+        # claims are handed to it once listed (_apply_claims): until then it names a pod's
+        # claims unchecked rather than missing.
+        self.claims = ClaimNames()
         self.diagnoser = Diagnoser(cache)
         self.pending_reasons = PendingReasons(self.diagnoser, cache, pending)
         self.comparer = Comparer(cache, self.journal, self.feed, self.applier.removed,
@@ -125,6 +131,10 @@ class CacheOwner:
         if type(item) in _DECODED:
             if type(item) in _LAGGING:
                 self.feed_lag.applied(item.received, self.clock())
+            if item.kind == CLAIMS:
+                return self._apply_claims(item)
+            if type(item) is DecodedDenied:
+                return 0      # the decoder's log said it; the cache keeps what it holds
             return self.applier.apply(item)
         if type(item) is CompareRequest:
             self.comparer.compare(item)
@@ -136,6 +146,29 @@ class CacheOwner:
             raise TypeError(f"the owner's feed takes decoded items and comparisons, not "
                             f"{type(item).__name__}")
         return 1
+
+    def _apply_claims(self, item) -> int:
+        """The claims' watch: once a list is complete the diagnoser looks pods' claims up
+        in them (kube-scheduler's VolumeBinding PreFilter); a denial (403) makes them
+        unknown again. When that flips, or a claim a pending pod names comes or goes, the
+        pending pods' reasons are recounted (the Pending page and the metric)."""
+        claims = self.claims
+        if type(item) is DecodedPage:
+            claims.page(item.items, item.first)
+            return len(item.items)
+        known, changed, done = claims.known, (), 1
+        if type(item) is DecodedEvents:
+            changed = {key for etype, key in item.events if claims.watched(etype, key)}
+            done = len(item.events)
+        elif type(item) is DecodedList:
+            changed = claims.listed()
+        else:
+            claims.deny()
+        self.diagnoser.claims = claims if claims.known else None
+        if known != claims.known or (changed and any(
+                key in changed for pod in self.pending.values() for key in claim_keys(pod))):
+            self.pending_reasons.recount()
+        return done
 
     # --- binds that never finish ----------------------------------------------------------------
     def stuck_binds(self) -> list:

@@ -88,6 +88,12 @@ class PendingReasons:
                 self._sweep, self._found, self._summaries, None)
             self.sweeps += 1
 
+    def recount(self) -> None:
+        """What a diagnosis reads beyond the cache changed (the claims there are): the next
+        sweep starts at the next step, or as soon as the running one ends. Not a restart:
+        under a stream of changes a restarted sweep would never end."""
+        self._next = 0.0
+
     def top(self, n: int) -> list:
         """The `n` reasons most pods wait for, most first: [{reason, pods, summary}]."""
         ranked = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))[:n]

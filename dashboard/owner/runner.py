@@ -23,6 +23,7 @@ from scheduling.registry import load_algorithm
 from dashboard.celery import app as celery_app
 from dashboard.kube import client as kube
 from dashboard.kube.binding import FORGET, bind_once
+from dashboard.kube.reflector import CLAIMS, KINDS
 from dashboard.models import Transition
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareRequest, newer
@@ -316,7 +317,7 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
     if probes is not None:
         probes.lead(owner)
     # The reflectors parse and digest in a process of their own: this one only applies.
-    decoder = DecoderProcess(owner.feed.put, kube.core_api,
+    decoder = DecoderProcess(owner.feed.put, kube.core_api, kinds=(*KINDS, CLAIMS),
                              keep_annotations=(BIND_INFO_ANNOTATION,),
                              options={"watch_list": settings.SCHEDVIEW_WATCH_LIST,
                                       "silence": settings.SCHEDVIEW_WATCH_SILENCE}).start()

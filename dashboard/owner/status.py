@@ -24,6 +24,7 @@ def owner_status(owner) -> dict:
             "bind_stuck_after": owner.bind_stuck_after, "bind_deadline": owner.bind_deadline,
             "pending_reasons": owner.pending_reasons.counts,
             "pending_top": owner.pending_reasons.top(TOP_REASONS),
+            "claims": owner.claims.status(),
             **owner.stats, **{k: v for part in owner.status_parts for k, v in part().items()}}
 
 

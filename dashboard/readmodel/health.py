@@ -181,9 +181,11 @@ def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
     level = max(graded(backlog, thresholds.feed_backlog),
                 graded(lag or 0, thresholds.feed_lag), key=_RANK.__getitem__)
     silent = silent_watches(owner)
+    claims = claims_note(owner)
     if level == OK and not silent:
         behind = "" if lag is None else f"{lag:,.1f} s behind, "
-        return Check("feed", "Watch feed", OK, f"Keeping up ({behind}{backlog:,} waiting)", link)
+        return Check("feed", "Watch feed", OK, f"Keeping up ({behind}{backlog:,} waiting)"
+                                               f"{'; ' if claims else ''}{claims}", link)
     parts = []
     if level != OK and lag is None:   # an owner that does not report its lag
         parts.append(f"{backlog:,} watch events wait to be applied to the cache")
@@ -194,7 +196,25 @@ def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
         level = max(level, WARN, key=_RANK.__getitem__)
         parts.append("Watch silent for " + ", ".join(f"{seconds:,.0f} s ({kind})"
                                                     for kind, seconds in silent))
+    if claims:
+        parts.append(claims)
     return Check("feed", "Watch feed", level, "; ".join(parts), link)
+
+
+def claims_note(owner: OwnerStatus) -> str:
+    """What the owner's claims watch adds to the feed's line ("" from an owner that does not
+    say). Never a warning: a role without persistentvolumeclaims is a choice the owner runs
+    with (pods' claims are then named unchecked on their diagnosis), not a fault."""
+    claims = owner.counters.get("claims")
+    if not claims:
+        return ""
+    if claims.get("denied"):
+        return ("claims unchecked: the API server forbids listing persistentvolumeclaims "
+                "(HTTP 403)")
+    if not claims.get("known"):
+        return "claims not listed yet"
+    count = claims.get("count", 0)
+    return f"{count:,} claim{'s' if count != 1 else ''}"
 
 
 def silent_watches(owner: OwnerStatus) -> list[tuple[str, float]]:

@@ -8,6 +8,10 @@ captures in ../shared/k8s-wire/extender/ show (scenario names below are theirs):
 One attempt per due pod (`standin_queue.py` says which, in which order, and when a pod
 that failed comes back):
 
+0. a pod naming a PersistentVolumeClaim that does not exist is refused before any node is
+   tried, as VolumeBinding's PreFilter refuses it, in kube-scheduler's words (the
+   why-pending capture's missing-pvc: no preemption part); unchecked until the view has
+   listed the claims, and while the API server forbids them;
 1. its own filter plugins first, on its own view of the cluster (`standin_view.py`:
    resources with extended ones, node name, selector and affinity, taints,
    unschedulable, host ports, by the `scheduling` library's predicates; extended
@@ -45,7 +49,8 @@ SCHEDVIEW_EXTENDER_UNSEEN_WAIT, or a malformed call): that attempt is an error, 
 pod backs off. Left out:
 PodDisruptionBudgets, nominated pods' room on their node for other pods, scoring (the
 first node the extender keeps is bound), kube-scheduler's inter-pod affinity and
-volume plugins (the `scheduling` library's predicates are the filter plugins here).
+volume plugins beyond a claim's existence (the `scheduling` library's predicates are
+the filter plugins here).
 Different: attempts run one after the other, binds included, where kube-scheduler binds
 in the background; a slow bind delays the period's later pods (never fails them).
 
@@ -72,6 +77,7 @@ from scheduling.diagnosis import (
     NOT_HELPFUL,
     UNTOLERATED_TAINTS,
     Diagnoser,
+    missing_claim,
     summary,
 )
 from scheduling.podview import PodView
@@ -246,10 +252,11 @@ class StandIn:
         """Up to `limit` due pods through the extender; the outcomes' counts."""
         counts = dict.fromkeys(OUTCOMES, 0)
         if not self.view.sync(first_sync):
-            log.info("waiting for the first lists of nodes and pods")
+            log.info("waiting for the first lists of nodes, pods and claims")
             return counts
         now = time.time() if now is None else now
         view = self.view
+        self.diagnoser.claims = view.claims if view.claims.known else None
         pending = [p for p in view.pending.values()
                    if (p.get("spec") or {}).get("schedulerName", SCHEDULER_NAME) == SCHEDULER_NAME
                    and not _meta(p).get("deletionTimestamp") and not view.is_assumed(p)]
@@ -274,6 +281,9 @@ class StandIn:
 
     # --- one attempt: filters, then bind or preempt ------------------------------------
     def _attempt(self, pod, now):
+        claims = self.diagnoser.claims
+        if claims is not None and missing_claim(pod, claims) is not None:
+            self._unschedulable(pod, self.diagnoser.diagnose(pod).message(), now)   # step 0
         view = PodView(pod, self.ignored_resources)
         records = self.view.algorithm.records
         feasible, refused, resolvable = self._own_filter(view, records, pod)

@@ -32,6 +32,9 @@ CALLS = {
     ("dashboard/kube/reflector.py", "list_node"): ({"owner"}, ("nodes", {"list", "watch"})),
     ("dashboard/kube/reflector.py", "list_pod_for_all_namespaces"):
         ({"owner", "pools"}, ("pods", {"list", "watch"})),
+    # the owner's claims (the stand-in's too, which no deployment runs)
+    ("dashboard/kube/reflector.py", "list_persistent_volume_claim_for_all_namespaces"):
+        ({"owner"}, ("persistentvolumeclaims", {"list", "watch"})),
     # The Binding and its read-back after a 409: the owner's listener posts kube-scheduler's
     # binds, the worker's Celery tasks the others.
     ("dashboard/kube/binding.py", "POST pods/binding"): ({"owner", "worker"}, ("pods/binding", {"create"})),
@@ -43,6 +46,8 @@ CALLS = {
     ("dashboard/standin/standin.py", "delete_namespaced_pod"): (set(), None),
     ("dashboard/standin/standin.py", "patch_namespaced_pod_status"): (set(), None),
     ("dashboard/launcher/demo_scenes.py", "create_namespaced_pod"): (set(), None),
+    ("dashboard/launcher/demo_scenes.py", "create_namespaced_persistent_volume_claim"):
+        (set(), None),
     # `manage.py record`, an operator's command run with their own kubeconfig: no role
     # of the deployment records (it also lists nodes and pods through the reflector).
     ("dashboard/kube/recorder.py", "list_priority_class"): (set(), None),

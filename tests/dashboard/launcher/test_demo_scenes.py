@@ -36,8 +36,9 @@ def sim():
 
 
 IGNORED = frozenset(settings.SCHEDVIEW_STANDIN_IGNORED_RESOURCES)
+CLAIM_PODS = ["demo-restore-job", "demo-scratch-job"]
 SCENE_PODS = ["demo-train-64-gpus", "demo-fpga-job", *(f"demo-batch-{i}" for i in range(6)),
-              "demo-urgent-train"]
+              "demo-urgent-train", *CLAIM_PODS]
 
 
 def test_the_scenes_fill_the_freest_gpu_node_and_ask_for_what_it_frees(v1):
@@ -128,10 +129,17 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
                "the scenes' pending pods")
         counts = scheduler.period(now=1000.0)
         # No node can make room for 64 GPUs: no preempt call for it (02 rej-2); the FPGA
-        # job is refused by the extender's filter.
-        assert counts == {"bind": 0, "wait": 2, "preempt": 1, "error": 0, "victims": 6}
-        assert extender.verbs() == [("preempt", "demo-urgent-train"),
-                                    ("filter", "demo-fpga-job")]
+        # job is refused by the extender's filter; the restore job's claim does not exist
+        # (no call either), the scratch job's does: it binds.
+        assert counts == {"bind": 1, "wait": 3, "preempt": 1, "error": 0, "victims": 6}
+        assert [call for call in extender.verbs() if call[1] != "demo-scratch-job"] == [
+            ("preempt", "demo-urgent-train"), ("filter", "demo-fpga-job")]
+        assert extender.verbs("demo-scratch-job") == [("filter", "demo-scratch-job"),
+                                                      ("bind", "demo-scratch-job")]
+        restore = v1.read_namespaced_pod("demo-restore-job", "default").status.conditions[0]
+        assert (restore.reason, restore.message) == (
+            "Unschedulable", '0/3 nodes are available: persistentvolumeclaim '
+                             '"demo-restore-snapshot" not found. not found')
         assert list(extender.calls[0][2]["NodeNameToMetaVictims"]) == ["gpu-2"]
         urgent = v1.read_namespaced_pod("demo-urgent-train", "default")
         assert urgent.status.nominated_node_name == "gpu-2"
@@ -159,8 +167,8 @@ def test_a_cluster_without_gpus_gets_only_the_waiting_job():
                     namespaces=1) as s:
         api_client = s.api_client()
         try:
-            assert demo_scenes.stage(client.CoreV1Api(api_client)) == ["demo-train-64-gpus",
-                                                                       "demo-fpga-job"]
+            assert demo_scenes.stage(client.CoreV1Api(api_client)) == [
+                "demo-train-64-gpus", "demo-fpga-job", *CLAIM_PODS]
         finally:
             api_client.close()
 

@@ -15,6 +15,7 @@ from schedcache import Cache
 from schedcache.podinfo import make_pod_info, unpack_pod_info
 from simcluster.generate import make_node, make_pod
 
+from dashboard.kube.reflector import CLAIMS
 from dashboard.owner.decoder import (
     DecodedEvents,
     DecodedList,
@@ -309,3 +310,62 @@ def test_the_first_list_under_churn_and_compaction_syncs_the_owner(feed_cluster,
         finally:
             decoder.stop()
         assert not decoder.process.is_alive()
+
+
+# -- the claims' watch (dashboard/kube/claims.py, the owner's _apply_claims) ---------------
+
+def claim_body(name):
+    return {"metadata": {"name": name},
+            "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}}
+
+
+def pod_with_claim(name, claim):
+    return {"metadata": {"name": name},
+            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10",
+                                     "resources": {"requests": {"cpu": "100m"}}}],
+                     "volumes": [{"name": "data", "persistentVolumeClaim": {
+                         "claimName": claim}}]}}
+
+
+def diagnosis_of(owner, name):
+    uid_ = owner.applier.uid_named("default", name)
+    return owner.diagnoser.diagnose(owner.pending[uid_])
+
+
+def test_the_claims_reach_the_owners_diagnoser_once_listed_and_follow_the_cluster(sim, v1,
+                                                                                  decoded):
+    v1.create_namespaced_persistent_volume_claim("default", claim_body("present"))
+    v1.create_namespaced_pod("default", pod_with_claim("restore", "later"))
+    v1.create_namespaced_pod("default", pod_with_claim("uses", "present"))
+    owner, decoder = decoded(kinds=("pods", "nodes", CLAIMS))
+    synced(owner, sim)
+    apply_until(owner, lambda: owner.claims.known, "the claims' list")
+    assert owner.diagnoser.claims is owner.claims and ("default", "present") in owner.claims
+    assert diagnosis_of(owner, "restore").prefilter == 'persistentvolumeclaim "later" not found'
+    assert diagnosis_of(owner, "uses").prefilter is None
+    assert decoder.views[CLAIMS] not in decoder.reflectors     # the comparer waits on pods, nodes
+    v1.create_namespaced_persistent_volume_claim("default", claim_body("later"))
+    apply_until(owner, lambda: ("default", "later") in owner.claims, "the new claim")
+    assert diagnosis_of(owner, "restore").prefilter is None
+
+
+def test_claims_forbidden_leave_them_unknown_and_the_owner_running(sim, v1, decoded):
+    sim.faults.update(forbidden_resources=CLAIMS)
+    v1.create_namespaced_pod("default", pod_with_claim("restore", "missing"))
+    owner, decoder = decoded(kinds=("pods", "nodes", CLAIMS),
+                             options={"watch_timeout": 60, "backoff": (0.05, 0.1)})
+    synced(owner, sim)
+    apply_until(owner, lambda: owner.claims.denied, "the denial")
+    assert owner.status()["claims"] == {"known": False, "count": 0, "denied": True}
+    assert owner.diagnoser.claims is None
+    assert diagnosis_of(owner, "restore").unchecked()       # named unchecked, not missing
+    views = decoder.views[CLAIMS]
+    assert views.wait_for(lambda v: v.stats.get("forbidden", 0) >= 2, WAIT)   # still asking
+    one = next(p for p in sim.pods() if p["spec"].get("nodeName"))["metadata"]
+    v1.delete_namespaced_pod(one["name"], one["namespace"], grace_period_seconds=0)
+    apply_until(owner, lambda: owner.cache.pod_info(one["uid"]) is None, "a pod's deletion")
+    assert decoder.process.is_alive() and decoder.restarts == 0
+    sim.faults.update(forbidden_resources="")
+    apply_until(owner, lambda: owner.claims.known, "the claims once granted")
+    assert diagnosis_of(owner, "restore").prefilter == 'persistentvolumeclaim "missing" not found'

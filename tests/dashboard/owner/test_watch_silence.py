@@ -27,12 +27,13 @@ class Clock:
 
 def test_the_decoder_ships_each_reflectors_silence():
     reflector = SimpleNamespace(state="watching", resource_version="7", stats={},
-                                last_watch_end="silent", silent_for=lambda: 42.5)
+                                last_watch_end="silent", silent_for=lambda: 42.5,
+                                forbidden=False)
     sent = []
     decoder._ship(SimpleNamespace(send_bytes=sent.append), decoder._Outbox(),
                   {"pods": reflector}, {})
     views, _, _ = marshal.loads(sent[0])
-    assert views["pods"] == ("watching", "7", {}, "silent", 42.5)
+    assert views["pods"] == ("watching", "7", {}, "silent", 42.5, False)
 
 
 def test_a_views_silence_grows_on_the_owners_clock_until_the_decoder_says_otherwise():

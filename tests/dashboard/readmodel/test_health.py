@@ -94,6 +94,25 @@ def test_a_silent_watch_warns_even_with_no_lag(silent, lag, level, message):
     assert (check.level, check.message) == (level, message)
 
 
+@pytest.mark.parametrize("claims, silent, says", [
+    ({"known": True, "count": 1200, "denied": False}, {},
+     "Keeping up (0.0 s behind, 3 waiting); 1,200 claims"),
+    ({"known": True, "count": 1, "denied": False}, {},
+     "Keeping up (0.0 s behind, 3 waiting); 1 claim"),
+    ({"known": False, "count": 0, "denied": False}, {},
+     "Keeping up (0.0 s behind, 3 waiting); claims not listed yet"),
+    ({"known": False, "count": 0, "denied": True}, {"pods": 80.0},
+     "Watch silent for 80 s (pods); claims unchecked: the API server forbids listing "
+     "persistentvolumeclaims (HTTP 403)"),
+], ids=["known", "one", "not yet", "denied"])
+def test_the_feed_says_what_the_owner_knows_of_the_claims_and_never_warns_for_them(
+        claims, silent, says):
+    check = health.feed_check(live(feed_backlog=3, feed_lag=0.0, claims=claims,
+                                   watch_silent=silent, watch_silence=75.0), T)
+    assert check.message == says
+    assert check.level == (WARN if silent else OK)
+
+
 def test_backlogs_without_an_owner_say_nothing_is_known():
     assert health.feed_check(OwnerStatus("absent"), T).level == OK
 

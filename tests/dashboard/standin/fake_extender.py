@@ -101,8 +101,8 @@ def running_stand_in(sim, ignored_resources=frozenset()):
 
 
 def settle(view, condition, what, timeout=10.0):
-    """Apply the stand-in's view's watch events until `condition()` holds."""
+    """Apply the stand-in's view's watch events until it is synced (its first lists, the
+    claims' included, are in) and `condition()` holds."""
     def synced():
-        view.sync(timeout)
-        return condition()
+        return view.sync(timeout) and condition()
     wait_for(synced, timeout, f"the stand-in's view to see {what}")

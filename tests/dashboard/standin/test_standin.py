@@ -390,7 +390,7 @@ def test_the_view_relists_so_a_lost_watch_event_hides_no_pod_for_good(world):
 # left to the extender, and preempt-helps is placed).
 WORDED = ["cpu", "memory", "cpu-and-memory", "ephemeral-storage", "gpu-tolerated",
           "gpu-untolerated", "selector", "selector-tiny", "required-affinity", "host-port",
-          "preempt-cannot"]
+          "preempt-cannot", "missing-pvc"]
 
 
 def why_pending_cluster(case):
@@ -423,6 +423,40 @@ def test_the_pod_scheduled_condition_says_what_kube_scheduler_v1_36_2_said(world
 
 def pod_of_ns(v1, metadata):
     return v1.read_namespaced_pod(metadata["name"], metadata["namespace"])
+
+
+MISSING_PVC = why_pending.BY_NAME["missing-pvc"]
+MISSING_UID = f"uid-{MISSING_PVC['pod']['metadata']['name']}"
+
+
+@pytest.mark.parametrize("world", [why_pending_cluster(MISSING_PVC)], indirect=True,
+                         ids=["missing-pvc"])
+def test_a_pod_whose_claim_comes_later_is_bound_then(world):
+    """kube-scheduler requeues an unschedulable pod when a claim is added: once the claim
+    exists VolumeBinding lets it through and the filters place it."""
+    sim, v1, extender, scheduler = world
+    view = scheduler.view
+    settle(view, lambda: MISSING_UID in view.pending, "the case's pod")
+    assert scheduler.period(now=NOW)["wait"] == 1 and extender.calls == []
+    v1.create_namespaced_persistent_volume_claim("why", {
+        "metadata": {"name": "no-such-claim"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+    settle(view, lambda: ("why", "no-such-claim") in view.claims, "the claim")
+    assert scheduler.period(now=NOW + 600)["bind"] == 1
+    assert extender.verbs()[0] == ("filter", "case-missing-pvc")
+
+
+def test_a_stand_in_the_claims_are_forbidden_to_schedules_without_them():
+    """A 403 on the claims (the simulated cluster's RBAC knob) does not hold the stand-in:
+    it schedules as before, the claims unchecked."""
+    with served(why_pending_cluster(MISSING_PVC)) as sim:
+        sim.faults.update(forbidden_resources="persistentvolumeclaims")
+        with running_stand_in(sim) as (v1, extender, scheduler):
+            view = scheduler.view
+            settle(view, lambda: view.sync() and MISSING_UID in view.pending,
+                   "the pods, the claims forbidden")
+            assert not view.claims.known
+            assert scheduler.period(now=NOW)["bind"] == 1
 
 
 @pytest.fixture
