@@ -3,10 +3,12 @@ real processes (simulated cluster, cache owner, Celery worker and beat, daphne) 
 Redis and test database.
 
 One stack and one browser serve the whole run: starting them costs far more than the tests.
-The stack's processes share the test database with the run, so the tests are marked plain
-`django_db` (which has pytest-django create it, and rolls back what a test writes), never
-`transaction=True` (its flush would delete what the owner wrote, and the users); what the
-stack needs there is written through `django_db_blocker` here.
+The stack's processes share the test database with the run (pytest-django creates it). A
+test reads it as one more of the stack's processes, in autocommit (`database` below), not
+in a test transaction: on SQLite that transaction would hold the write lock from its start
+(the settings' IMMEDIATE) and one snapshot throughout, so the owner could not write and the
+test would not see what it wrote; `transaction=True`'s flush would delete what the owner
+wrote, and the users. What a test adds there, it deletes itself.
 
 Run in their own pytest invocation (`make test` does): after Playwright has run, the
 pytest-asyncio tests of the rest of the suite fail in the same process.
@@ -52,6 +54,24 @@ def screenshot_dir():
     for old in SCREENSHOTS.glob("*.png"):
         old.unlink()
     return SCREENSHOTS
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker):
+    """The test database, created for the run whatever the tests' markers say (pytest-django's
+    own creates only the databases some test's `django_db` names, and none is marked)."""
+    from django.test.utils import setup_databases, teardown_databases
+    with django_db_blocker.unblock():
+        created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
+    yield
+    with django_db_blocker.unblock():
+        teardown_databases(created, verbosity=0)
+
+
+@pytest.fixture(autouse=True)
+def database(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from tests.browser.browserkit import wait_live
 from tests.live.livestack import owner_status, state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 CLAIM = "demo-restore-snapshot"
 NOT_RELOADED = "() => window.__notReloaded === true"
@@ -33,7 +33,7 @@ def test_a_pod_whose_claim_is_missing_says_so_until_the_claim_comes(page, stack,
         nodes = owner_status()["nodes"]
         said = (f'0/{nodes} nodes are available: persistentvolumeclaim "{CLAIM}" not found. '
                 "not found")
-        page.goto(f"/pending/?namespace=default")
+        page.goto("/pending/?namespace=default")
         row = page.locator("#pending-list tr", has_text="demo-restore-job")
         expect(row.locator("td.reason")).to_contain_text(f'persistentvolumeclaim "{CLAIM}" '
                                                          "not found")

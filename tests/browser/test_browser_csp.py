@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from tests.browser.browserkit import TIMEOUT_MS, is_csp_violation, log_in, wait_live
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 PAGES = ["/", "/pods/", "/pods/{pod}/", "/pods/{pod}/forget/", "/nodes/", "/nodes/{node}/",
          "/zones/", "/snapshot/", "/events/", "/pools/", "/statuses/", "/pending/"]

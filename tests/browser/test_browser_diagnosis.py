@@ -11,7 +11,7 @@ from dashboard.models import PodRecord, PodState
 from tests.live.livestack import owner_status, state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 GPU = "nvidia.com/gpu"
 

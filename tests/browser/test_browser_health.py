@@ -14,7 +14,7 @@ from dashboard.worker.tasks import bind_pod
 from tests.live.livestack import new_pod, state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(240)]
+pytestmark = pytest.mark.timeout(240)
 STALL_MS = 60_000   # the window, a sample, the banner's 5 s poll, with room on a busy machine
 
 

@@ -12,8 +12,7 @@ from tests.browser.browserkit import wait_live
 from tests.live.livestack import new_pod, state_of
 from tests.waiting import wait_for
 
-# django_db: the stack needs the test database (each test rolls back what it writes here).
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture

@@ -1,11 +1,7 @@
 """Viewing needs a login: a person is sent to the login page and back where they were going."""
-import pytest
 from playwright.sync_api import expect
 
 from tests.browser.browserkit import log_in
-
-# The stack needs the test database (each test rolls back what it writes here).
-pytestmark = pytest.mark.django_db
 
 
 def test_a_person_logs_in_and_lands_where_they_were_going(anonymous_page, stack,

@@ -23,7 +23,7 @@ from tests.browser.browserkit import NOTE_LIVE_SOCKET, TIMEOUT_MS, wait_live
 from tests.live.livestack import state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(300)]
+pytestmark = pytest.mark.timeout(300)
 
 LIVE_PAGES = ["/", "/nodes/", "/heatmap/", "/zones/", "/pods/", "/pending/", "/snapshot/",
               "/events/", "/pools/", "/statuses/"]

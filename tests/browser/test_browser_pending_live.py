@@ -9,7 +9,7 @@ from tests.browser.browserkit import wait_live
 from tests.live.livestack import state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]
+pytestmark = pytest.mark.timeout(180)
 
 GPU = "nvidia.com/gpu"
 NOT_RELOADED = "() => window.__notReloaded === true"

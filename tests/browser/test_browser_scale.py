@@ -19,7 +19,7 @@ from tests.browser.browserkit import wait_live
 from tests.live.livestack import state_of
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(600)]
+pytestmark = pytest.mark.timeout(600)
 
 PODS = 150_000
 NODES = 5_000

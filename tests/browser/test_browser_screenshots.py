@@ -8,7 +8,6 @@ import pytest
 from playwright.sync_api import expect
 
 # The stack needs the test database (each test rolls back what it writes here).
-pytestmark = pytest.mark.django_db
 
 VIEWS = {
     "overview": "/",

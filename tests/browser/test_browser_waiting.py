@@ -15,7 +15,6 @@ from playwright.sync_api import expect
 from dashboard.kube.client import read_json
 from tests.live.livestack import owner_status, state_of, wait_for
 
-pytestmark = pytest.mark.django_db
 
 NODES = 300
 GPU = "example.com/gpu"
