@@ -10,6 +10,7 @@ pools' status, a few indexed queries: nothing per pod) and judges them.
 The thresholds are settings (SCHEDVIEW_HEALTH_*, see the README), most a "warn,fail"
 pair.
 """
+import hashlib
 import time
 from concurrent.futures import ThreadPoolExecutor, TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
@@ -91,6 +92,14 @@ class Health:
     def problems(self) -> list[Check]:
         """The checks not ok, failures first."""
         return sorted((c for c in self.checks if not c.ok), key=lambda c: -_RANK[c.level])
+
+    @property
+    def banner_digest(self) -> str:
+        """A short digest of what the banner shows: the page polls with it and is answered
+        204 while it holds (a banner drawn anew every poll could swallow a click on it)."""
+        now = self.injected.now.as_dict() if self.injected and self.injected.now else None
+        shown = [(c.level, c.title, c.message, c.link) for c in self.problems], now
+        return hashlib.blake2b(repr(shown).encode(), digest_size=8).hexdigest()
 
     def as_dict(self) -> dict:
         return {"level": self.level, "at": self.at,

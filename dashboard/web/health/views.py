@@ -39,7 +39,10 @@ def health_context(request):
 
 @require_GET
 def banner(request):
-    return render(request, "dashboard/health.html#banner", {"health": health.current()})
+    now = health.current()
+    if request.GET.get("seen") == now.banner_digest:
+        return HttpResponse(status=204)
+    return render(request, "dashboard/health.html#banner", {"health": now})
 
 
 @require_GET

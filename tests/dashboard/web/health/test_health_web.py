@@ -35,9 +35,25 @@ def no_owner(redis_url):
 def test_the_banner_names_the_problem_and_links_to_the_cause(viewer_client, no_owner):
     html = viewer_client.get("/nodes/").content.decode()
     banner = html.split('id="health-banner"')[1].split("</ul>")[0]
-    assert 'hx-get="/health/banner/"' in html and 'hx-trigger="every 5s"' in html
+    assert 'hx-get="/health/banner/?seen=' in html and 'hx-trigger="every 5s"' in html
     assert 'data-level="fail"' in banner and 'data-check="owner"' in banner
     assert 'href="/#owner-status"' in banner
+
+
+def test_a_banner_unchanged_since_the_page_drew_it_is_left_in_place(viewer_client, no_owner):
+    """A 204 for the digest the page holds (htmx swaps nothing, so a click on the banner's
+    link is never lost to a redraw); the banner anew once what it says changed."""
+    html = viewer_client.get("/nodes/").content.decode()
+    seen = html.split('hx-get="/health/banner/?seen=')[1].split('"')[0]
+    assert viewer_client.get(f"/health/banner/?seen={seen}").status_code == 204
+    cache.delete(health.CURRENT_KEY)
+    redis_client(settings.REDIS_URL).set(OWNER_STATUS, orjson.dumps(
+        {"synced": True, "pending": 0, "at": timezone.now().timestamp()}), ex=10)
+    try:
+        changed = viewer_client.get(f"/health/banner/?seen={seen}")
+        assert changed.status_code == 200 and f"seen={seen}" not in changed.content.decode()
+    finally:
+        redis_client(settings.REDIS_URL).delete(OWNER_STATUS)
 
 
 def test_pages_share_one_judgement_for_two_seconds(viewer_client, no_owner, monkeypatch):
