@@ -148,7 +148,8 @@ class BoundedStatements:
         with bounded(connection, self.seconds + GRACE if self.seconds else 0):
             raw = connection.connection
             if connection.vendor == "postgresql" and self.seconds and raw not in _timed:
-                with raw.cursor() as cursor:
+                # As Django's errors, so a cut here is the 503 a cut anywhere else is.
+                with connection.wrap_database_errors, raw.cursor() as cursor:
                     cursor.execute("SELECT set_config('statement_timeout', %s, false)",
                                    [f"{round(self.seconds * 1000)}ms"])
                 _timed.add(raw)

@@ -78,6 +78,17 @@ def test_a_cut_is_the_database_error_itself_not_a_missed_deadline(proxied):
     assert not isinstance(raised.value, NoAnswer)
 
 
+def test_a_cut_before_the_sessions_timeout_is_set_is_djangos_error(proxied):
+    """The timeout is set on a new session through the raw connection: a cut there is
+    Django's OperationalError (a 503), as anywhere else, not psycopg's (a 500)."""
+    wrapper, proxy = proxied
+    wrapper.ensure_connection()
+    proxy.set_mode(CUT)
+    with wrapper.execute_wrapper(BoundedStatements(SHORT)):
+        with pytest.raises(OperationalError):
+            select_one(wrapper)
+
+
 def test_a_slow_statement_is_cancelled_by_the_server_and_the_connection_stays_good(proxied):
     wrapper, _ = proxied
     with wrapper.execute_wrapper(BoundedStatements(SHORT)):
