@@ -9,9 +9,8 @@ from dashboard.web.past import views as past_views
 
 
 @require_GET
+@past_views.when_at(past_views.nodes)
 def nodes(request):
-    if "at" in request.GET:
-        return past_views.nodes(request)
     try:
         filters = node_query.NodeFilters.parse(request.GET)
     except node_query.BadNodeFilter as exc:
@@ -69,9 +68,8 @@ def heatmap_context(metric: str, map_=None) -> dict:
     return {"map": map_, "metric": metric, "metrics": _METRICS, "noun": heatmap.NOUNS[metric]}
 
 @require_GET
+@past_views.when_at(past_views.node)
 def node_detail(request, name: str):
-    if "at" in request.GET:
-        return past_views.node(request, name)
     owner = read_model.owner_status()
     try:
         node = node_reads.node_detail(name, owner)

@@ -7,6 +7,8 @@ was at ... - back to live") and carry `at` as a sequence number on every link, s
 person who follows them stays at the same moment. An `at` naming no moment is a 400
 page saying why, a moment older than what is kept a 410.
 """
+from functools import wraps
+
 from django.core.paginator import Paginator
 from django.shortcuts import render
 
@@ -15,6 +17,18 @@ from dashboard.readmodel.moment_diff import diff
 from dashboard.readmodel.read_model import NODES_PER_PAGE, cpu, memory
 
 TEMPLATE = "dashboard/past.html"
+
+
+def when_at(past_view):
+    """Decorates a live page's view: with `?at=` in its URL, `past_view` answers instead.
+    The one switch of every page that can show a moment."""
+    def decorate(live_view):
+        @wraps(live_view)
+        def view(request, *args, **kwargs):
+            chosen = past_view if "at" in request.GET else live_view
+            return chosen(request, *args, **kwargs)
+        return view
+    return decorate
 
 
 def _page(request, partial: str, context: dict, status: int = 200):
