@@ -284,18 +284,37 @@ class Moment:
                 "unschedulable": node[UNSCHEDULABLE], "taints": node[TAINTS],
                 "pods_by_state": dict(by_state)}
 
-    def pods(self, node: str | None = None) -> list[dict]:
-        """Cached pods (of one node), by namespace and name."""
-        pods = self.state.pods.items()
-        if node is not None:
-            pods = [(uid, pod) for uid, pod in pods if pod[NODE] == node]
+    def pods(self, node: str = "", *, namespace: str = "", zone: str = "", state: str = "",
+             contains: str = "") -> list[dict]:
+        """Cached pods by namespace and name: all, or those on `node`, in `namespace`, `zone`
+        or `state`, whose name contains `contains`. Filtered before a row is built: the
+        pods list narrows 150,000 pods to a few."""
         zone_of = {name: zone_display(n[ZONE]) for name, n in self.state.nodes.items()}
-        return sorted(({"uid": uid, "namespace": pod[NAMESPACE], "name": pod[NAME],
-                        "node": pod[NODE], "zone": zone_of.get(pod[NODE], ""),
-                        "state": pod[STATE], "binding_finished": bool(pod[BOUND]),
-                        "milli_cpu": pod[REQUESTED][0], "memory": pod[REQUESTED][1],
-                        "priority": pod[PRIORITY]} for uid, pod in pods),
+        pods = [(uid, pod) for uid, pod in self.state.pods.items()
+                if (not node or pod[NODE] == node) and (not state or pod[STATE] == state)
+                and (not namespace or pod[NAMESPACE] == namespace)
+                and (not zone or zone_of.get(pod[NODE], "") == zone) and contains in pod[NAME]]
+        return sorted((self._pod(uid, pod, zone_of.get(pod[NODE], "")) for uid, pod in pods),
                       key=lambda p: (p["namespace"], p["name"], p["uid"]))
+
+    def pod(self, uid: str) -> dict | None:
+        """The cached pod `uid`, None when the cache did not hold it then."""
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return None
+        node = self.state.nodes.get(pod[NODE])
+        return self._pod(uid, pod, zone_display(node[ZONE]) if node else "")
+
+    def namespaces(self) -> list[str]:
+        return sorted({pod[NAMESPACE] for pod in self.state.pods.values()})
+
+    @staticmethod
+    def _pod(uid: str, pod, zone: str) -> dict:
+        return {"uid": uid, "namespace": pod[NAMESPACE], "name": pod[NAME], "node": pod[NODE],
+                "zone": zone, "state": pod[STATE],
+                "binding_finished": bool(pod[BOUND]), "milli_cpu": pod[REQUESTED][0],
+                "memory": pod[REQUESTED][1], "scalar_resources": dict(pod[REQUESTED][4]),
+                "priority": pod[PRIORITY]}
 
     def zones(self) -> list[dict]:
         """Zones in NodeTree order, each with its nodes in list() order."""
