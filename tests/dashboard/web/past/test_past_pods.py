@@ -1,0 +1,104 @@
+"""The pods pages as the cluster was: after the scripted owner run (tests/dashboard/readmodel/
+scripted_run.py) the pods list and each pod's page read `?at=` a step's moment show the
+pods the read model held then (the cache's: Assumed and Added), with their node, state and
+requests, under the banner and with no live socket; the list's filters and cursors work on
+the past and keep `at`; a pod the cache did not hold then is a 404 page saying so."""
+import re
+from html import unescape
+import pytest
+
+from dashboard.readmodel.read_model import cpu_text, memory_text
+
+from tests.dashboard.readmodel.scripted_run import scripted_run
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def run():
+    with scripted_run() as moments:
+        yield moments
+
+
+def page(client, url, status=200):
+    response = client.get(url)
+    assert response.status_code == status, response.content[:3000]
+    return response.content.decode()
+
+
+ROW = re.compile(r'<tr><td>team</td><th scope="row"><a href="/pods/([^/]+)/\?at=(\d+)">[^<]+'
+                 r'</a></th>\s*<td>(\w+)')
+
+
+def test_the_pods_list_at_each_moment_holds_what_was_live_then(viewer_client, run):
+    for seq, live, _ in run:
+        listed = page(viewer_client, f"/pods/?at={seq}&per_page=500")
+        assert f"(seq {seq})" in listed and "ws-connect" not in listed
+        rows = ROW.findall(listed)
+        assert {uid: state for uid, at, state in rows} == {
+            uid: pod[1] for uid, pod in live["pods"].items()}, seq
+        assert {at for _, at, _ in rows} <= {str(seq)}
+
+
+def test_each_pod_page_at_each_moment_is_the_pod_as_it_was(viewer_client, run):
+    for seq, live, _ in run:
+        for uid, (node, state, bound, milli_cpu, memory, priority) in live["pods"].items():
+            detail = page(viewer_client, f"/pods/{uid}/?at={seq}")
+            assert "ws-connect" not in detail and f"(seq {seq})" in detail
+            facts = re.search(r'<dl class="pod-facts" id="past-pod">(.*?)</dl>', detail, re.S)[1]
+            assert f'>{state}</strong>' in facts and ("binding finished" in facts) == bound
+            assert f"{cpu_text(milli_cpu) or 'no CPU'}, {memory_text(memory)}" in facts
+            assert f'href="/nodes/{node}/?at={seq}">{node}</a>' in facts
+            assert f"priority {priority}" in facts
+            seqs = [int(s.replace(",", "")) for s in
+                    re.findall(r'<td class="num">([\d,]+)</td>\s*<td>', detail)]
+            assert seqs and max(seqs) <= seq     # its timeline up to then, not after
+
+
+def test_the_list_filters_and_walks_its_cursors_at_the_moment(viewer_client, run):
+    seq, live, _ = run[7]         # five pods cached: a, b, w1 (n1, n2), c (n3)
+    cached = live["pods"]
+    for sort in ("name", "-node", "cpu", "-priority"):
+        walked, url = [], f"/pods/?at={seq}&per_page=2&sort={sort}"
+        while url:
+            listed = page(viewer_client, url)
+            walked += [uid for uid, _, _ in ROW.findall(listed)]
+            following = re.search(r'<a href="\?([^"]+)"[^>]*rel="next"', listed)
+            url = f"/pods/?{unescape(following[1])}" if following else None
+            if url:
+                assert f"at={seq}" in url and "cursor=" in url
+        assert sorted(walked) == sorted(cached) and len(walked) == len(set(walked)), sort
+    on_n1 = ROW.findall(page(viewer_client, f"/pods/?at={seq}&node=n1&state=Added"))
+    assert sorted(uid for uid, _, _ in on_n1) == sorted(
+        uid for uid, (node, state, *_) in cached.items() if node == "n1" and state == "Added")
+    last = page(viewer_client, f"/pods/?at={seq}&per_page=2&sort=name")
+    to_last = re.search(r'<a href="\?([^"]+)"[^>]*rel="last"', last)[1]
+    assert len(ROW.findall(page(viewer_client, f"/pods/?{unescape(to_last)}"))) == \
+        len(cached) - 2 * ((len(cached) - 1) // 2)
+
+
+def test_a_bad_filter_and_a_sort_the_past_does_not_keep_are_400_pages(viewer_client, run):
+    seq = run[3][0]
+    assert "not kept for the past" in page(viewer_client, f"/pods/?at={seq}&sort=changed",
+                                           status=400)
+    assert "Bad filter" in page(viewer_client, f"/pods/?at={seq}&state=Sleeping", status=400)
+    assert "neither a sequence number" in page(viewer_client, "/pods/?at=soon", status=400)
+
+
+def test_a_pod_the_cache_did_not_hold_then_is_a_404_page_saying_so(viewer_client, run):
+    first_seq, first, _ = run[0]
+    later_seq, later, _ = run[-1]
+    left = next(uid for uid in first["pods"] if uid not in later["pods"])
+    gone = page(viewer_client, f"/pods/{left}/?at={later_seq}", status=404)
+    assert f"pod {left} was not in the cache then" in gone and "ws-connect" not in gone
+    assert "its last transition before then" in gone
+    assert "was not in the cache then" in page(viewer_client, f"/pods/nobody/?at={first_seq}",
+                                               status=404)
+
+
+def test_the_pods_list_is_an_htmx_fragment_at_a_moment(viewer_client, run):
+    seq = run[2][0]
+    fragment = viewer_client.get(f"/pods/?at={seq}&sort=-name", HTTP_HX_REQUEST="true")
+    body = fragment.content.decode()
+    assert fragment.status_code == 200 and body.lstrip().startswith('<section id="pod-list">')
+    assert f'name="at" value="{seq}"' in body
