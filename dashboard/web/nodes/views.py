@@ -50,7 +50,22 @@ def _node_links(filters, extended: bool = True) -> dict:
     base = filters.query(page=None)
     return {"columns": columns, "pager_query": f"{base}&" if base else ""}
 
+def _heatmap_at(request):
+    found, refused = past_views.found_or_refused(request, request.GET["at"], "heatmap")
+    if refused:
+        return refused
+    metric = request.GET.get("metric") or "cpu"
+    try:
+        context = heatmap_context(metric, heatmap.heat_map_at(found, metric))
+    except heatmap.BadMetric as exc:
+        return past_views.render_past(request, "heatmap", {
+            "moment": found, "error": str(exc), "metric": "cpu", "metrics": _METRICS},
+            status=400)
+    return past_views.render_past(request, "heatmap", {"moment": found, **context},
+                                  fragment="heat-map")
+
 @require_GET
+@past_views.when_at(_heatmap_at)
 def heatmap_page(request):
     try:
         context = heatmap_context(request.GET.get("metric") or "cpu")

@@ -1,12 +1,14 @@
-"""The pods pages as the cluster was: after the scripted owner run (tests/dashboard/readmodel/
-scripted_run.py) the pods list and each pod's page read `?at=` a step's moment show the
-pods the read model held then (the cache's: Assumed and Added), with their node, state and
-requests, under the banner and with no live socket; the list's filters and cursors work on
-the past and keep `at`; a pod the cache did not hold then is a 404 page saying so."""
+"""The pods pages, the heat map and the snapshot page as the cluster was (issue 24): after
+the scripted owner run (tests/dashboard/readmodel/scripted_run.py) each read `?at=` a step's
+moment shows what the read model held then (the cache's pods, Assumed and Added, with their
+node, state and requests; each node's use and generation), under the banner and with no
+live socket; the list's filters and cursors work on the past and keep `at`; a pod the cache
+did not hold then is a 404 page saying so."""
 import re
 from html import unescape
 import pytest
 
+from dashboard.readmodel.cluster_state import percent
 from dashboard.readmodel.read_model import cpu_text, memory_text
 
 from tests.dashboard.readmodel.scripted_run import scripted_run
@@ -102,3 +104,33 @@ def test_the_pods_list_is_an_htmx_fragment_at_a_moment(viewer_client, run):
     body = fragment.content.decode()
     assert fragment.status_code == 200 and body.lstrip().startswith('<section id="pod-list">')
     assert f'name="at" value="{seq}"' in body
+
+
+def test_the_heat_map_at_each_moment_colours_each_node_as_its_use_was(viewer_client, run):
+    for seq, live, _ in run:
+        for metric, key, noun in (("cpu", "milli_cpu", "CPU"), ("memory", "memory", "memory")):
+            drawn = page(viewer_client, f"/heatmap/?at={seq}&metric={metric}")
+            assert "ws-connect" not in drawn and f"(seq {seq})" in drawn
+            cells = dict(re.findall(r'<a id="heat-[^"]+" class="h-[^"]+" href="/nodes/([^/]+)/'
+                                    rf'\?at={seq}" title="[^:]+: ([^"]+)"', drawn))
+            assert cells == {name: _figure(node, key, noun) for name, node in
+                             live["nodes"].items()}, (seq, metric)
+
+
+def _figure(node, key, noun):
+    used = percent(node["requested"][key], node["allocatable"][key])
+    return f"no {noun}" if used is None else f"{used:g}% of its {noun} requested"
+
+
+def test_the_snapshot_page_at_each_moment_lists_the_nodes_by_their_generation_then(
+        viewer_client, run):
+    for seq, live, _ in run:
+        shown = page(viewer_client, f"/snapshot/?at={seq}")
+        assert "ws-connect" not in shown and f"(seq {seq})" in shown
+        recent = re.search(r'<section class="panel" id="snapshot-recent">(.*?)</section>',
+                           shown, re.S)[1]
+        listed = re.findall(rf'href="/nodes/([^/]+)/\?at={seq}">[^<]+</a> '
+                            r'<small class="muted">gen (\d+)</small>', recent)
+        assert listed == sorted(((name, str(node["generation"])) for name, node
+                                 in live["nodes"].items()),
+                                key=lambda n: (-int(n[1]), n[0])), seq
