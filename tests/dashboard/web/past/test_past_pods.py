@@ -6,9 +6,13 @@ live socket; the list's filters and cursors work on the past and keep `at`; a po
 did not hold then is a 404 page saying so."""
 import re
 from html import unescape
+from datetime import timedelta
+
 import pytest
 
+from dashboard.models import SnapshotSample
 from dashboard.readmodel.cluster_state import percent
+from dashboard.readmodel.moment import parse_at
 from dashboard.readmodel.read_model import cpu_text, memory_text
 
 from tests.dashboard.readmodel.scripted_run import scripted_run
@@ -124,9 +128,14 @@ def _figure(node, key, noun):
 
 def test_the_snapshot_page_at_each_moment_lists_the_nodes_by_their_generation_then(
         viewer_client, run):
-    for seq, live, _ in run:
+    # the scripted owner takes no snapshot: one sample a second after each step's moment
+    SnapshotSample.objects.bulk_create(
+        SnapshotSample(at=parse_at(str(seq)).at + timedelta(seconds=1), generation=1000 + i,
+                       cache_generation=1000 + i) for i, (seq, _, _) in enumerate(run))
+    for i, (seq, live, _) in enumerate(run):
         shown = page(viewer_client, f"/snapshot/?at={seq}")
         assert "ws-connect" not in shown and f"(seq {seq})" in shown
+        assert (f"Generation {999 + i} " in shown) if i else "No snapshot taken yet" in shown
         recent = re.search(r'<section class="panel" id="snapshot-recent">(.*?)</section>',
                            shown, re.S)[1]
         listed = re.findall(rf'href="/nodes/([^/]+)/\?at={seq}">[^<]+</a> '
