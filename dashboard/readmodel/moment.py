@@ -97,9 +97,14 @@ def parse_at(text: str) -> MomentRef:
     return MomentRef(row[0], moment)
 
 
+def _latest_seq() -> int:
+    """The latest moment there is: the latest event's (or checkpoint's) sequence number."""
+    return max(Transition.objects.aggregate(top=Max("seq"))["top"] or 0,
+               Checkpoint.objects.aggregate(top=Max("seq"))["top"] or 0)
+
+
 def _by_seq(seq: int) -> MomentRef:
-    top = max(Transition.objects.aggregate(top=Max("seq"))["top"] or 0,
-              Checkpoint.objects.aggregate(top=Max("seq"))["top"] or 0)
+    top = _latest_seq()
     if seq > top:
         raise BadMoment(f"at: sequence number {seq} is after the latest event ({top})")
     row = (Transition.objects.filter(seq__lte=seq).order_by("-seq")
@@ -117,6 +122,19 @@ def oldest_kept() -> Checkpoint | None:
     floor = PrunedHistory.floor()
     return (Checkpoint.objects.filter(seq__gte=floor - 1).order_by("seq")
             .only("seq", "at").first())
+
+
+@dataclass(frozen=True)
+class KeptRange:
+    first: int      # the oldest moment readable: a checkpoint's sequence number
+    last: int       # the latest event's
+
+
+def kept_range() -> KeptRange | None:
+    """The moments that can be read, oldest to latest (the header's scrubber spans them);
+    None before the first checkpoint. Three indexed reads."""
+    oldest = oldest_kept()
+    return None if oldest is None else KeptRange(oldest.seq, _latest_seq())
 
 
 def _oldest_text() -> str:

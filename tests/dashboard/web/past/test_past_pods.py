@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pytest
 
-from dashboard.models import SnapshotSample
+from dashboard.models import Checkpoint, SnapshotSample
 from dashboard.readmodel.cluster_state import percent
 from dashboard.readmodel.moment import parse_at
 from dashboard.readmodel.read_model import cpu_text, memory_text
@@ -143,3 +143,18 @@ def test_the_snapshot_page_at_each_moment_lists_the_nodes_by_their_generation_th
         assert listed == sorted(((name, str(node["generation"])) for name, node
                                  in live["nodes"].items()),
                                 key=lambda n: (-int(n[1]), n[0])), seq
+
+
+def test_the_header_scrubber_spans_the_kept_moments_and_stays_on_the_page(viewer_client, run):
+    oldest = Checkpoint.objects.order_by("seq").first().seq
+    latest, seq = run[-1][0], run[4][0]
+    uid = next(iter(run[4][1]["pods"]))
+    for url in (f"/pods/{uid}/?at={seq}", f"/pods/?at={seq}", f"/heatmap/?at={seq}",
+                f"/snapshot/?at={seq}"):
+        header = page(viewer_client, url)
+        assert f'action="{url.split("?")[0]}"' in header
+        assert re.search(rf'<input type="range" class="scrubber" min="{oldest}" '
+                         rf'max="{latest}" step="1" value="{seq}"', header), url
+    live = page(viewer_client, "/pods/")
+    assert f'max="{latest}" step="1" value="{latest}"' in live
+    assert 'action="/"' in page(viewer_client, "/events/")
