@@ -69,8 +69,8 @@ def cells_html(cells, link_query: str = "") -> str:
         name = escape(cell.name)
         figure = (f"no {NOUNS[cell.metric]}" if cell.percent is None
                   else f"{cell.percent:g}% of its {NOUNS[cell.metric]} requested")
-        parts.append(f'<a id="heat-{name}" class="h-{cell.level}" href="{nodes}{name}/{link_query}" '
-                     f'title="{name}: {figure}"></a>')
+        parts.append(f'<a id="heat-{name}" class="h-{cell.level}" '
+                     f'href="{nodes}{name}/{link_query}" title="{name}: {figure}"></a>')
     return mark_safe("".join(parts))
 
 

@@ -71,8 +71,8 @@ def nodes(request):
     if refused:
         return refused
     page = Paginator(found.nodes(), NODES_PER_PAGE).get_page(request.GET.get("page"))
-    return render_past(request, "nodes", {"moment": found, "nodes": [_usage(n) for n in page],
-                                    "paged": page})
+    return render_past(request, "nodes", {"moment": found,
+                                          "nodes": [_usage(n) for n in page], "paged": page})
 
 
 def node(request, name: str):
@@ -82,10 +82,10 @@ def node(request, name: str):
     node = found.node(name)
     if node is None:
         return render_past(request, "node", {"moment": found, "name": name,
-                                       "error": f"no node {name!r} in the cache then"},
-                     status=404)
+                                             "error": f"no node {name!r} in the cache then"},
+                           status=404)
     return render_past(request, "node", {"moment": found, "name": name, "node": _usage(node),
-                                   "pods": found.pods(node=name)})
+                                         "pods": found.pods(node=name)})
 
 
 def zones(request):
@@ -93,8 +93,8 @@ def zones(request):
     if refused:
         return refused
     return render_past(request, "zones", {"moment": found, "zones": found.zones(),
-                                    "not_in_tree": [n["name"] for n in found.nodes()
-                                                    if not n["has_node"]]})
+                                          "not_in_tree": [n["name"] for n in found.nodes()
+                                                          if not n["has_node"]]})
 
 
 def diff_page(request):
@@ -109,7 +109,8 @@ def diff_page(request):
     if refused:
         return refused
     if before.seq > after.seq:
-        return render_past(request, "diff", {"asked": asked, "error": f"from (seq {before.seq}) is "
-                                       f"after to (seq {after.seq})"}, status=400)
+        return render_past(request, "diff", {
+            "asked": asked, "error": f"from (seq {before.seq}) is after to (seq {after.seq})"},
+            status=400)
     return render_past(request, "diff", {"asked": asked, "diff": diff(before, after),
-                                   "before": before, "after": after})
+                                         "before": before, "after": after})
