@@ -15,6 +15,7 @@ from datetime import timezone as dt_timezone
 from threading import Lock
 
 import orjson
+from django.db import connections
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -132,9 +133,20 @@ class KeptRange:
 
 def kept_range() -> KeptRange | None:
     """The moments that can be read, oldest to latest (the header's scrubber spans them);
-    None before the first checkpoint. Three indexed reads."""
-    oldest = oldest_kept()
-    return None if oldest is None else KeptRange(oldest.seq, _latest_seq())
+    None before the first checkpoint. One query of index probes, as oldest_kept and
+    _latest_seq ask them: every page's header prints it."""
+    quoted = connections[Checkpoint.objects.db].ops.quote_name
+    checkpoints, transitions, pruned = (quoted(model._meta.db_table)
+                                        for model in (Checkpoint, Transition, PrunedHistory))
+    with connections[Checkpoint.objects.db].cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT MIN(seq) FROM {checkpoints} WHERE seq >= COALESCE("
+            f"(SELECT below_seq FROM {pruned} WHERE id = 1), 0) - 1),"
+            f" (SELECT MAX(seq) FROM {transitions}), (SELECT MAX(seq) FROM {checkpoints})")
+        oldest, latest_transition, latest_checkpoint = cursor.fetchone()
+    if oldest is None:
+        return None
+    return KeptRange(oldest, max(latest_transition or 0, latest_checkpoint or 0))
 
 
 def _oldest_text() -> str:
