@@ -5,16 +5,15 @@ node, state and requests; each node's use and generation), under the banner and 
 live socket; the list's filters and cursors work on the past and keep `at`; a pod the cache
 did not hold then is a 404 page saying so."""
 import re
-from html import unescape
 from datetime import timedelta
+from html import unescape
 
 import pytest
 
-from dashboard.models import Checkpoint, SnapshotSample
+from dashboard.models import Checkpoint, SnapshotSample, Transition
 from dashboard.readmodel.cluster_state import percent
 from dashboard.readmodel.moment import parse_at
 from dashboard.readmodel.read_model import cpu_text, memory_text
-
 from tests.dashboard.readmodel.scripted_run import scripted_run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -158,3 +157,16 @@ def test_the_header_scrubber_spans_the_kept_moments_and_stays_on_the_page(viewer
     live = page(viewer_client, "/pods/")
     assert f'max="{latest}" step="1" value="{latest}"' in live
     assert 'action="/"' in page(viewer_client, "/events/")
+
+
+def test_a_pod_held_then_whose_transitions_were_pruned_still_shows_as_it_was(viewer_client,
+                                                                             run):
+    latest = Checkpoint.objects.order_by("-seq").first()
+    seq, live, _ = next(step for step in run if step[0] > latest.seq)
+    uid, (node, state, *_) = next(   # one the checkpoint holds, unchanged since
+        (uid, pod) for uid, pod in live["pods"].items()
+        if not Transition.objects.filter(key=uid, seq__gt=latest.seq, seq__lte=seq).exists())
+    Transition.objects.filter(key=uid, seq__lte=latest.seq).delete()   # as pruning would
+    shown = page(viewer_client, f"/pods/{uid}/?at={seq}")
+    assert f">{state}</strong>" in shown and f'href="/nodes/{node}/?at={seq}"' in shown
+    assert "None of its transitions up to then are kept" in shown
