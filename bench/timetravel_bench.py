@@ -44,6 +44,8 @@ from dashboard.owner.runner import settle_heap, tune_gc, tune_switching  # noqa:
 from dashboard.readmodel import moment as moments  # noqa: E402
 from dashboard.readmodel.cluster_state import pod_replay  # noqa: E402
 from dashboard.readmodel.moment_diff import diff  # noqa: E402
+from dashboard.web.pods.past_list import past_pods  # noqa: E402
+from dashboard.web.pods.query import PodFilters  # noqa: E402
 
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
 
@@ -81,14 +83,16 @@ def history(cache, start_seq: int, start: datetime, seconds: float, rate: int) -
     return rows
 
 
-def timed(label: str, runs: int, read, cold: bool = True) -> None:
+def timed(label: str, runs: int, read, cold: bool | None = True) -> None:
     """Wall time (the database's included) and this process's CPU, p50 / p99: on a shared
     machine the wall time holds the waits for a core too. Cold: the checkpoint decoded
     anew each time; warm: the web process still holds it decoded (a second page, or
-    another moment after the same checkpoint), the period replayed anew."""
+    another moment after the same checkpoint), the period replayed anew; None: the
+    moment itself still held (a page's next read of it: only the read is timed)."""
     walls, cpus = [], []
     for _ in range(runs):
-        moments.forget_reconstructions(checkpoints=cold)
+        if cold is not None:
+            moments.forget_reconstructions(checkpoints=cold)
         started, cpu = time.perf_counter(), time.thread_time()
         read()
         walls.append(time.perf_counter() - started)
@@ -174,6 +178,11 @@ def main():
     timed("a node with its pods", args.runs,
           lambda: (moments.moment(at).node(name), moments.moment(at).pods(node=name)))
     timed("the nodes (all, aggregated)", args.runs, lambda: moments.moment(at).nodes())
+    pod_uid = next(iter(moments.moment(at).state.pods))
+    timed("the pods list, a page by CPU, the moment held", args.runs,
+          lambda: past_pods(moments.moment(at), PodFilters(sort="-cpu")), cold=None)
+    timed("one pod, the moment held", args.runs, lambda: moments.moment(at).pod(pod_uid),
+          cold=None)
     timed("diff of two moments an hour apart", max(3, args.runs // 2),
           lambda: diff(moments.moment(at), moments.moment(later)))
     iso = (NOW - timedelta(hours=23, seconds=-30)).isoformat()

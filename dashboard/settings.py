@@ -185,6 +185,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "dashboard.web.health.views.health_context",
+                "dashboard.web.past.scrubber.moment_controls",
             ],
         },
     },

@@ -7,16 +7,9 @@ node so that the nodes table sorts and filters, and the heat map colours, in SQL
 """
 from schedcache.resource import pod_requests
 
-GPU = "nvidia.com/gpu"   # the extended resource the heat map's GPU view shows
+from dashboard.readmodel.cluster_state import GPU, percent as _percent
+
 CONDITION_FIELDS = ("type", "status", "reason", "message", "lastTransitionTime")
-
-
-def _percent(requested, allocatable):
-    """requested / allocatable in percent, rounded to 0.1; None where nothing is allocatable
-    (the node has none of the resource)."""
-    if not allocatable:
-        return None
-    return round(100.0 * (requested or 0) / allocatable, 1)
 
 
 def node_details(info) -> dict:

@@ -95,6 +95,18 @@ def add_entry(total: list, entry) -> None:
             scalars[name] = scalars.get(name, 0) + amount
 
 
+GPU = "nvidia.com/gpu"   # the extended resource the heat map's GPU view shows
+
+
+def percent(requested, allocatable):
+    """requested / allocatable in percent, rounded to 0.1; None where nothing is allocatable
+    (the node has none of the resource). The read model's node rows and a moment's heat
+    map both judge use by it."""
+    if not allocatable:
+        return None
+    return round(100.0 * (requested or 0) / allocatable, 1)
+
+
 NO_ZONE = ["", ""]
 
 

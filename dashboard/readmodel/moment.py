@@ -15,6 +15,7 @@ from datetime import timezone as dt_timezone
 from threading import Lock
 
 import orjson
+from django.db import connections
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -97,9 +98,14 @@ def parse_at(text: str) -> MomentRef:
     return MomentRef(row[0], moment)
 
 
+def _latest_seq() -> int:
+    """The latest moment there is: the latest event's (or checkpoint's) sequence number."""
+    return max(Transition.objects.aggregate(top=Max("seq"))["top"] or 0,
+               Checkpoint.objects.aggregate(top=Max("seq"))["top"] or 0)
+
+
 def _by_seq(seq: int) -> MomentRef:
-    top = max(Transition.objects.aggregate(top=Max("seq"))["top"] or 0,
-              Checkpoint.objects.aggregate(top=Max("seq"))["top"] or 0)
+    top = _latest_seq()
     if seq > top:
         raise BadMoment(f"at: sequence number {seq} is after the latest event ({top})")
     row = (Transition.objects.filter(seq__lte=seq).order_by("-seq")
@@ -117,6 +123,30 @@ def oldest_kept() -> Checkpoint | None:
     floor = PrunedHistory.floor()
     return (Checkpoint.objects.filter(seq__gte=floor - 1).order_by("seq")
             .only("seq", "at").first())
+
+
+@dataclass(frozen=True)
+class KeptRange:
+    first: int      # the oldest moment readable: a checkpoint's sequence number
+    last: int       # the latest event's
+
+
+def kept_range() -> KeptRange | None:
+    """The moments that can be read, oldest to latest (the header's scrubber spans them);
+    None before the first checkpoint. One query of index probes, as oldest_kept and
+    _latest_seq ask them: every page's header prints it."""
+    quoted = connections[Checkpoint.objects.db].ops.quote_name
+    checkpoints, transitions, pruned = (quoted(model._meta.db_table)
+                                        for model in (Checkpoint, Transition, PrunedHistory))
+    with connections[Checkpoint.objects.db].cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT MIN(seq) FROM {checkpoints} WHERE seq >= COALESCE("
+            f"(SELECT below_seq FROM {pruned} WHERE id = 1), 0) - 1),"
+            f" (SELECT MAX(seq) FROM {transitions}), (SELECT MAX(seq) FROM {checkpoints})")
+        oldest, latest_transition, latest_checkpoint = cursor.fetchone()
+    if oldest is None:
+        return None
+    return KeptRange(oldest, max(latest_transition or 0, latest_checkpoint or 0))
 
 
 def _oldest_text() -> str:
@@ -284,18 +314,41 @@ class Moment:
                 "unschedulable": node[UNSCHEDULABLE], "taints": node[TAINTS],
                 "pods_by_state": dict(by_state)}
 
-    def pods(self, node: str | None = None) -> list[dict]:
-        """Cached pods (of one node), by namespace and name."""
-        pods = self.state.pods.items()
-        if node is not None:
-            pods = [(uid, pod) for uid, pod in pods if pod[NODE] == node]
+    def pod_summaries(self, node: str = "", *, namespace: str = "", zone: str = "",
+                      state: str = "", contains: str = "") -> list[tuple]:
+        """The cached pods on `node`, in `namespace`, `zone` or `state`, whose name contains
+        `contains` (all, by default), unsorted, each a tuple in POD_SUMMARY's order (its
+        extended resources shared: do not change them). Tuples, filtered before any is
+        built: the pods list sorts 150,000 of them and makes rows of one page only."""
         zone_of = {name: zone_display(n[ZONE]) for name, n in self.state.nodes.items()}
-        return sorted(({"uid": uid, "namespace": pod[NAMESPACE], "name": pod[NAME],
-                        "node": pod[NODE], "zone": zone_of.get(pod[NODE], ""),
-                        "state": pod[STATE], "binding_finished": bool(pod[BOUND]),
-                        "milli_cpu": pod[REQUESTED][0], "memory": pod[REQUESTED][1],
-                        "priority": pod[PRIORITY]} for uid, pod in pods),
-                      key=lambda p: (p["namespace"], p["name"], p["uid"]))
+        with collector_paused():
+            return [(pod[NAMESPACE], pod[NAME], uid, pod[NODE], zone_of.get(pod[NODE], ""),
+                     pod[STATE], pod[PRIORITY], pod[REQUESTED][0], pod[REQUESTED][1],
+                     bool(pod[BOUND]), pod[REQUESTED][4])
+                    for uid, pod in self.state.pods.items()
+                    if (not node or pod[NODE] == node) and (not state or pod[STATE] == state)
+                    and (not namespace or pod[NAMESPACE] == namespace)
+                    and (not zone or zone_of.get(pod[NODE], "") == zone)
+                    and contains in pod[NAME]]
+
+    def pods(self, node: str = "", **filters) -> list[dict]:
+        """Cached pods as pod_summaries chooses them, by namespace and name (a summary's
+        first fields), as dicts."""
+        return [pod_dict(summary) for summary in sorted(self.pod_summaries(node, **filters))]
+
+    def pod(self, uid: str) -> dict | None:
+        """The cached pod `uid`, None when the cache did not hold it then."""
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return None
+        node = self.state.nodes.get(pod[NODE])
+        return pod_dict((pod[NAMESPACE], pod[NAME], uid, pod[NODE],
+                         zone_display(node[ZONE]) if node else "", pod[STATE], pod[PRIORITY],
+                         pod[REQUESTED][0], pod[REQUESTED][1], bool(pod[BOUND]),
+                         pod[REQUESTED][4]))
+
+    def namespaces(self) -> list[str]:
+        return sorted({pod[NAMESPACE] for pod in self.state.pods.values()})
 
     def zones(self) -> list[dict]:
         """Zones in NodeTree order, each with its nodes in list() order."""
@@ -304,6 +357,17 @@ class Moment:
         return [{"zone": zone_display(zone_pair(zone)),
                  "nodes": sorted(tree.nodes_in(zone), key=index.__getitem__)}
                 for zone in tree.zones]
+
+
+POD_SUMMARY = ("namespace", "name", "uid", "node", "zone", "state", "priority", "milli_cpu",
+               "memory", "binding_finished", "scalar_resources")
+
+
+def pod_dict(summary: tuple) -> dict:
+    """A pod summary as the pages and the API read a pod (its own extended resources)."""
+    pod = dict(zip(POD_SUMMARY, summary))
+    pod["scalar_resources"] = dict(pod["scalar_resources"])
+    return pod
 
 
 def moment(at: str) -> Moment:

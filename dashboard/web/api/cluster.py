@@ -8,7 +8,6 @@ from dashboard.web.api.errors import ApiError
 from dashboard.web.api.past import AT_DESCRIPTION, MOMENT_ERRORS, At, moment_of
 from dashboard.web.api.schemas import (
     AUTH_ERRORS,
-    READ_ERRORS,
     ComparerOut,
     ErrorOut,
     SnapshotOut,
@@ -63,16 +62,21 @@ def _round_robin(groups: dict) -> dict | None:
 
 class SnapshotQuery(Schema):
     history: int = Field(100, ge=0, le=MAX_HISTORY, description="how many samples of history")
+    at: At | None = Field(None, description=AT_DESCRIPTION + "; with it, the latest snapshot "
+                          "taken up to then")
 
 
-@router.get("/snapshot", response={200: SnapshotOut, **READ_ERRORS},
-            summary="The latest snapshot and the generations before it",
+@router.get("/snapshot", response={200: SnapshotOut, **MOMENT_ERRORS},
+            summary="The latest snapshot and the generations before it, now or at a moment",
             operation_id="get_snapshot")
 def snapshot(request, query: Query[SnapshotQuery]):
     """The latest snapshot sample (its generation, the cache's, the nodes it changed), and
-    the generations of the latest `history` samples, oldest first."""
+    the generations of the latest `history` samples, oldest first; with `at`, those taken
+    up to a kept moment."""
     refuse_repeated(request)
     samples = SnapshotSample.objects.order_by("-at", "-id")
+    if query.at is not None:
+        samples = samples.filter(at__lte=moment_of(query.at).at)
     latest = samples.first()
     history = list(samples.defer("changed_nodes")[:query.history]) if latest else []
     return {"latest": latest, "history": history[::-1]}

@@ -23,8 +23,15 @@ At = Annotated[str, StringConstraints(min_length=1, max_length=64)]
 MOMENT_TEXT = ("a sequence number (e.g. 1234567) or an ISO 8601 time "
                "(e.g. 2026-11-26T04:30:00Z; without an offset, UTC)")
 AT_DESCRIPTION = f"a moment of the past: {MOMENT_TEXT}; absent: now"
-MOMENT_ERRORS = {400: ValidationErrorOut, 401: ErrorOut,
-                 410: ErrorOut}   # 410: older than the history keeps
+
+
+class GoneOut(ErrorOut):
+    """410: the moment is older than what the history keeps."""
+    model_config = example({"error": "sequence number 1 is before the oldest moment kept "
+                                     "(seq 1180231, 2026-11-26T04:12:00+00:00)"})
+
+
+MOMENT_ERRORS = {400: ValidationErrorOut, 401: ErrorOut, 410: GoneOut}
 
 
 def moment_of(at: str) -> moments.Moment:

@@ -16,6 +16,7 @@ from pydantic import Field, ValidationError as PydanticError
 from dashboard.models import PodRecord, Transition
 from dashboard.web.api.auth import require_act, via
 from dashboard.web.api.errors import ApiError, owner_answer
+from dashboard.web.api.past import AT_DESCRIPTION, MOMENT_ERRORS, At, moment_of
 from dashboard.web.api.schemas import (
     ACTION_ERRORS,
     READ_ERRORS,
@@ -34,6 +35,7 @@ from dashboard.web.api.schemas import (
 )
 from dashboard.clients import owner_client
 from dashboard.web.pods import actions, query as pod_query
+from dashboard.web.pods.past_list import past_pods, past_row
 from dashboard.web.pods.history import TIMELINE_LIMIT
 
 router = Router(tags=["pods"])
@@ -55,20 +57,33 @@ class PodQuery(Schema):
         "a page by cursor (keyset paging: any page, the last included, costs what the "
         "first does): `next_cursor`, `prev_cursor` or `last_cursor` of an answer with the "
         "same filters and sort; not with `page`"))
+    at: At | None = Field(None, description=AT_DESCRIPTION + "; with it, the cache's pods "
+                          "then (Assumed and Added: pending pods are not kept), not sortable "
+                          "by `changed`; `changed_at` is the moment's time")
 
 
-@router.get("", response={200: PodPageOut, **READ_ERRORS}, summary="List pods",
-            operation_id="list_pods")
+class PodAtQuery(Schema):
+    at: At | None = Field(None, description=AT_DESCRIPTION + "; with it, the pod as the cache "
+                          "held it and its history up to then (what the history does not "
+                          "keep, phase, resource version and labels, is empty); 404 when the "
+                          "cache did not hold it then")
+
+
+@router.get("", response={200: PodPageOut, **READ_ERRORS, **MOMENT_ERRORS},
+            summary="List pods, now or at a moment", operation_id="list_pods")
 def list_pods(request, filters: Query[PodQuery]):
-    """The read model's pods, filtered (all filters are exact but `q`), sorted and paged."""
+    """The read model's pods, filtered (all filters are exact but `q`), sorted and paged;
+    or the cache's pods as they were `at` a kept moment, likewise."""
     refuse_repeated(request)
     try:
         parsed = pod_query.PodFilters.parse(filters.dict(exclude_none=True))
     except pod_query.BadFilter as exc:
         raise ApiError(400, str(exc)) from None
+    found = moment_of(filters.at) if filters.at is not None else None
     try:
-        result = pod_query.query_pods(parsed, now=time.time())
-    except pod_query.BadFilter as exc:   # a page number past the last
+        result = (past_pods(found, parsed) if found is not None
+                  else pod_query.query_pods(parsed, now=time.time()))
+    except pod_query.BadFilter as exc:   # a page number past the last, a sort not kept
         raise ApiError(400, str(exc)) from None
     cursors = result.cursors
     return {"items": result.rows, "count": result.total, "count_capped": False,
@@ -94,18 +109,36 @@ def assume(request, body: AssumeIn):
                         via=via(request))
 
 
-@router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, 404: ErrorOut},
-            summary="One pod with its history", operation_id="get_pod")
-def pod_detail(request, uid: Path[Name]):
+@router.get("/{uid}", response={200: PodDetailOut, **READ_ERRORS, **MOMENT_ERRORS,
+                                 404: ErrorOut},
+            summary="One pod with its history, now or at a moment", operation_id="get_pod")
+def pod_detail(request, uid: Path[Name], query: Query[PodAtQuery]):
     """The pod's read-model record, and its transitions (the newest 500, oldest
-    first); a pod that left the read model keeps its history under /events?key=<uid>."""
-    record = _record(uid)
+    first); a pod that left the read model keeps its history under /events?key=<uid>.
+    With `at`: the pod as the cache held it then, and its transitions up to then."""
+    refuse_repeated(request)
     transitions = Transition.objects.filter(key=uid)
-    newest = list(transitions.order_by("-seq")[:TIMELINE_LIMIT])
+    if query.at is not None:
+        found = moment_of(query.at)
+        held = found.pod(uid)
+        if held is None:
+            raise ApiError(404, f"no pod {uid} in the cache at seq {found.seq} (its history, "
+                                f"if any: /api/v1/events?key={uid})")
+        history = _history(transitions.filter(seq__lte=found.seq))
+        return {**vars(past_row(held, found)), "phase": "", "resource_version": "",
+                "labels": {}, "seq": history["history"][-1].seq if history["history"] else 0,
+                **history}
+    record = _record(uid)
     row = pod_query.pod_row(record, time.time())
     return {**vars(row), "phase": record.phase, "resource_version": record.resource_version,
-            "labels": record.labels, "seq": record.seq, "history": newest[::-1],
-            "history_count": len(newest) if len(newest) < TIMELINE_LIMIT else transitions.count()}
+            "labels": record.labels, "seq": record.seq, **_history(transitions)}
+
+
+def _history(transitions) -> dict:
+    """The newest TIMELINE_LIMIT of `transitions`, oldest first, and how many there are."""
+    newest = list(transitions.order_by("-seq")[:TIMELINE_LIMIT])
+    return {"history": newest[::-1], "history_count": (
+        len(newest) if len(newest) < TIMELINE_LIMIT else transitions.count())}
 
 
 @router.get("/{uid}/diagnosis",
@@ -125,7 +158,7 @@ def diagnosis(request, uid: Path[Name]):
 def pod_named_assume(request):
     """A GET of /pods/assume reads the pod with that uid (the schema's get_pod), not a 405
     from the POST route that shares its path."""
-    return pod_detail(request, "assume")
+    return pod_detail(request, "assume", PodAtQuery())
 
 
 # forget and expire take a body only when there is a reason: ninja cannot parse an optional

@@ -18,6 +18,8 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from dashboard.models import NodeRecord
+from dashboard.readmodel.cluster_state import GPU, percent
+from dashboard.readmodel.moment import Moment
 from dashboard.web.nodes.query import RESOURCES
 
 THRESHOLDS = (10, 20, 30, 40, 50, 60, 70, 80, 90)   # percent requested: where the colour steps up
@@ -56,18 +58,19 @@ class HeatCell:
 
 
 
-def cells_html(cells) -> str:
+def cells_html(cells, link_query: str = "") -> str:
     """The cells' markup: one empty link each, swapped by id when it moves. Built here
     rather than in a template loop, several times slower at thousands of cells; the
-    name, the only text that is not ours, is escaped once a cell."""
+    name, the only text that is not ours, is escaped once a cell. `link_query` follows
+    each link (a moment's map: "?at=<seq>")."""
     nodes = reverse("nodes")
     parts = []
     for cell in cells:
         name = escape(cell.name)
         figure = (f"no {NOUNS[cell.metric]}" if cell.percent is None
                   else f"{cell.percent:g}% of its {NOUNS[cell.metric]} requested")
-        parts.append(f'<a id="heat-{name}" class="h-{cell.level}" href="{nodes}{name}/" '
-                     f'title="{name}: {figure}"></a>')
+        parts.append(f'<a id="heat-{name}" class="h-{cell.level}" '
+                     f'href="{nodes}{name}/{link_query}" title="{name}: {figure}"></a>')
     return mark_safe("".join(parts))
 
 
@@ -75,11 +78,13 @@ def cells_html(cells) -> str:
 class HeatMap:
     metric: str
     zones: list[tuple[str, list[HeatCell]]]   # in zone order, nodes in tree order
+    link_query: str = ""                      # what follows each cell's link
 
     @property
     def groups(self) -> list[tuple[str, int, str]]:
         """(zone, its node count, its cells' markup), in zone order."""
-        return [(zone, len(cells), cells_html(cells)) for zone, cells in self.zones]
+        return [(zone, len(cells), cells_html(cells, self.link_query))
+                for zone, cells in self.zones]
 
     @cached_property
     def cells(self) -> dict[str, HeatCell]:
@@ -104,6 +109,27 @@ def heat_map(metric: str) -> HeatMap:
             .values_list("zone", "name", RESOURCES[check_metric(metric)]))
     return HeatMap(metric, [(zone, [HeatCell(name, percent, metric) for _, name, percent in group])
                             for zone, group in groupby(rows, key=lambda row: row[0])])
+
+
+# metric -> (the usage entry's key, the scalar resource), as the read model's columns judge it
+_MOMENT_USE = {"cpu": ("milli_cpu", None), "memory": ("memory", None),
+               "gpu": ("scalar_resources", GPU)}
+
+
+def heat_map_at(found: Moment, metric: str) -> HeatMap:
+    """Every node's use of `metric` at a moment, judged as the read model's rows are, in
+    the live map's order (zone, tree position, name); its cells link to the moment."""
+    key, scalar = _MOMENT_USE[check_metric(metric)]
+
+    def amount(resources):
+        return resources[key].get(scalar) if scalar else resources[key]
+
+    rows = sorted((node["zone"], node["tree_index"], node["name"],
+                   percent(amount(node["requested"]), amount(node["allocatable"])))
+                  for node in found.nodes())
+    return HeatMap(metric, [(zone, [HeatCell(name, used, metric) for *_, name, used in group])
+                            for zone, group in groupby(rows, key=lambda row: row[0])],
+                   link_query=f"?at={found.seq}")
 
 
 def changes(before: HeatMap | None, after: HeatMap) -> list[HeatCell] | None:

@@ -9,9 +9,8 @@ from dashboard.web.past import views as past_views
 
 
 @require_GET
+@past_views.when_at(past_views.nodes)
 def nodes(request):
-    if "at" in request.GET:
-        return past_views.nodes(request)
     try:
         filters = node_query.NodeFilters.parse(request.GET)
     except node_query.BadNodeFilter as exc:
@@ -51,7 +50,22 @@ def _node_links(filters, extended: bool = True) -> dict:
     base = filters.query(page=None)
     return {"columns": columns, "pager_query": f"{base}&" if base else ""}
 
+def _heatmap_at(request):
+    found, refused = past_views.found_or_refused(request, request.GET["at"], "heatmap")
+    if refused:
+        return refused
+    metric = request.GET.get("metric") or "cpu"
+    try:
+        context = heatmap_context(metric, heatmap.heat_map_at(found, metric))
+    except heatmap.BadMetric as exc:
+        return past_views.render_past(request, "heatmap", {
+            "moment": found, "error": str(exc), "metric": "cpu", "metrics": _METRICS},
+            status=400)
+    return past_views.render_past(request, "heatmap", {"moment": found, **context},
+                                  fragment="heat-map")
+
 @require_GET
+@past_views.when_at(_heatmap_at)
 def heatmap_page(request):
     try:
         context = heatmap_context(request.GET.get("metric") or "cpu")
@@ -69,9 +83,8 @@ def heatmap_context(metric: str, map_=None) -> dict:
     return {"map": map_, "metric": metric, "metrics": _METRICS, "noun": heatmap.NOUNS[metric]}
 
 @require_GET
+@past_views.when_at(past_views.node)
 def node_detail(request, name: str):
-    if "at" in request.GET:
-        return past_views.node(request, name)
     owner = read_model.owner_status()
     try:
         node = node_reads.node_detail(name, owner)

@@ -9,9 +9,8 @@ from dashboard.web.past import views as past_views
 
 
 @require_GET
+@past_views.when_at(past_views.overview)
 def overview(request):
-    if "at" in request.GET:
-        return past_views.overview(request)
     overview = read_model.overview()
     return render_page(request, "dashboard/overview.html", "counts",
                    {"overview": overview, "owner": overview.owner,

@@ -202,14 +202,18 @@ def _border(x, y, dx, dy, gap) -> tuple[float, float]:
     return x + ux * (reach + gap), y + uy * (reach + gap)
 
 
-def pod_history(uid: str) -> PodHistory | None:
+def pod_history(uid: str, until: int | None = None) -> PodHistory | None:
     """The pod's record (if still in the read model), newest TIMELINE_LIMIT transitions
-    oldest first, and its diagram; None when neither a record nor a transition exists."""
+    oldest first, and its diagram; None when neither a record nor a transition exists.
+    `until`, a moment's sequence number: its story up to then, without the record (which
+    is now's)."""
     if len(uid) > 253 or any(ord(c) < 32 for c in uid):
         return None     # no pod has it, and a NUL is an error to PostgreSQL, not a miss
-    record = PodRecord.objects.filter(uid=uid).first()
-    newest = list(Transition.objects.filter(key=uid, kind__startswith="pod_")
-                  .order_by("-seq")[:TIMELINE_LIMIT + 1])
+    record = PodRecord.objects.filter(uid=uid).first() if until is None else None
+    transitions = Transition.objects.filter(key=uid, kind__startswith="pod_")
+    if until is not None:
+        transitions = transitions.filter(seq__lte=until)
+    newest = list(transitions.order_by("-seq")[:TIMELINE_LIMIT + 1])
     if record is None and not newest:
         return None
     truncated = len(newest) > TIMELINE_LIMIT

@@ -71,12 +71,13 @@ class PodFilters:
     page: int = 1
     per_page: int = PER_PAGE
     cursor: str = ""
+    at: str = ""          # a moment of the past (dashboard/web/past/pod_list.py lists it)
 
     @classmethod
     def parse(cls, params) -> "PodFilters":
         """From a QueryDict or a dict of strings (unknown keys ignored, empty means unset)."""
-        values = texts(params, ("state", "namespace", "node", "zone", "q", "sort"), MAX_TEXT,
-                       BadFilter)
+        values = texts(params, ("state", "namespace", "node", "zone", "q", "sort", "at"),
+                       MAX_TEXT, BadFilter)
         if values.get("state", STATES[0]) not in STATES:
             raise BadFilter(f"state: unknown state {values['state']!r}, "
                             f"one of {', '.join(STATES)}")
@@ -93,7 +94,7 @@ class PodFilters:
             if values["page"] != 1:
                 raise BadFilter("cursor: give a cursor or a page number, not both")
             values["cursor"] = cursor
-            _decode_cursor(cursor, values.get("sort", "name"))
+            decode_cursor(cursor, values.get("sort", "name"))
         return cls(**values)
 
     def query(self, **changes) -> str:
@@ -213,10 +214,11 @@ class PodPage:
         return self.first + len(self.rows) < self.total
 
     number: int         # the page this is, 1 to `pages`
+    by_state: dict | None = None   # a moment's counts by state (the live list's: a query)
 
     @property
     def pages(self) -> int:
-        return max(1, -(-self.total // self.filters.per_page))
+        return page_count(self.total, self.filters.per_page)
 
     @property
     def shown(self) -> tuple[int, int]:
@@ -248,6 +250,8 @@ class PodPage:
     def counts(self) -> list[tuple[str, int]]:
         """(state, count) of the pods matching the other filters, for the state tabs.
         A group by, so computed only when a page prints it."""
+        if self.by_state is not None:
+            return [(state, self.by_state.get(state, 0)) for state in STATES]
         others = PodFilters(namespace=self.filters.namespace, node=self.filters.node,
                             zone=self.filters.zone, q=self.filters.q)
         by_state = dict(others.records().order_by().values_list("state").annotate(n=Count("*")))
@@ -262,7 +266,7 @@ def encode_cursor(direction: str, sort: str, key: list | None, page: int | None 
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def _decode_cursor(cursor: str, sort: str) -> tuple[str, list | None, int | None]:
+def decode_cursor(cursor: str, sort: str) -> tuple[str, list | None, int | None]:
     """(direction, key values as the columns hold them, the page number it leads to, when
     it says) of a cursor made for `sort`. A cursor of three parts (no page) is one an
     earlier version handed out: still followed."""
@@ -309,6 +313,18 @@ def _reversed(records, sort: str):
     return records.order_by(*(f"-{c}" if flipped.startswith("-") else c for c in columns))
 
 
+def page_count(total: int, per_page: int) -> int:
+    return max(1, -(-total // per_page))
+
+
+def check_page(filters: PodFilters, total: int) -> None:
+    """BadFilter for a page number past the last, naming the last."""
+    pages = page_count(total, filters.per_page)
+    if filters.page > pages:
+        raise BadFilter(f"page: {filters.page} is past the last page, {pages} "
+                        f"({total} pods, {filters.per_page} a page)")
+
+
 def query_pods(filters: PodFilters, now: float | None = None) -> PodPage:
     """One page of the pods matching `filters`: the count, then the page, by its cursor
     (an index range: the last of 150,000 pods costs what the first does) or by its number
@@ -317,9 +333,9 @@ def query_pods(filters: PodFilters, now: float | None = None) -> PodPage:
     records = filters.records()
     total = records.order_by().count()
     per_page = filters.per_page
-    pages = max(1, -(-total // per_page))
+    pages = page_count(total, per_page)
     if filters.cursor:
-        direction, key, number = _decode_cursor(filters.cursor, filters.sort)
+        direction, key, number = decode_cursor(filters.cursor, filters.sort)
         if direction == "after":
             found = list(_beyond(records, filters.sort, key, later=True)[:per_page])
             # the rows up to the cursor's key come before this page
@@ -338,9 +354,7 @@ def query_pods(filters: PodFilters, now: float | None = None) -> PodPage:
         if number is None:   # an earlier version's cursor: the page its position falls in
             number = max(0, first) // per_page + 1
     else:
-        if filters.page > pages:
-            raise BadFilter(f"page: {filters.page} is past the last page, {pages} "
-                            f"({total} pods, {per_page} a page)")
+        check_page(filters, total)
         number = filters.page
         first = (filters.page - 1) * per_page
         found = list(records[first:first + per_page])

@@ -14,20 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from dashboard.readmodel import read_model
 from dashboard.models import ACT_PERMISSION, NodeRecord, PodState
 from dashboard.web.pages import render_page
-from dashboard.web.pods import actions
+from dashboard.web.past.views import when_at
+from dashboard.web.pods import actions, past
 from dashboard.web.pods.action_preview import preview
 from dashboard.web.pods.diagnosis import pod_diagnosis
 from dashboard.web.pods.history import pod_history
-from dashboard.web.pods.query import (
-    PER_PAGE,
-    SORT_CHOICES,
-    STATES,
-    BadFilter,
-    PodFilters,
-    namespaces,
-    pod_row,
-    query_pods,
-)
+from dashboard.web.pods.listing import column_links, form_context, state_tabs
+from dashboard.web.pods.query import BadFilter, PodFilters, namespaces, pod_row, query_pods
 from dashboard.web.pods.spec import pod_spec
 from dashboard.wire.commands import CommandError
 
@@ -56,41 +49,10 @@ ACTIONS = {
 }
 VIA = "page"          # the door the audit names for actions asked on these pages
 NODE_CHOICES = 500     # node names a pending pod's page offers to assume it on
-# the list's columns: (key, header, the sort its header link asks for, None: not sortable)
-COLUMNS = [("namespace", "Namespace", "name"), ("name", "Pod", None),
-           ("state", "State", "state"), ("node", "Node", "node"), ("zone", "Zone", "zone"),
-           ("cpu", "CPU", "cpu"), ("memory", "Memory", "memory"),
-           ("priority", "Priority", "priority"), ("changed", "Changed", "changed")]
-
-
-def _links(filters: PodFilters) -> dict:
-    """Query strings the column headers need: sort by each column (once more: reversed),
-    from the first page."""
-    columns = []
-    for key, label, sort in COLUMNS:
-        if sort is None:
-            columns.append((key, label, None, ""))
-            continue
-        order = "ascending" if filters.sort == sort else (
-            "descending" if filters.sort == f"-{sort}" else "")
-        flipped = f"-{sort}" if order == "ascending" else sort
-        columns.append((key, label, filters.query(sort=flipped, page=None, cursor=None), order))
-    return {"columns": columns}
-
-
-def _state_tabs(listing) -> list[tuple[str, str, str, int]]:
-    """(label, state, query, count) of the tabs: every state under the other filters."""
-    filters, counts = listing.filters, listing.counts
-    return ([("All", "", filters.query(state="", page=None, cursor=None),
-              sum(n for _, n in counts))]
-            + [(state, state, filters.query(state=state, page=None, cursor=None), n)
-               for state, n in counts])
 
 
 def _form_context(filters: PodFilters) -> dict:
-    """What the filter form prints (the live pushes leave the form alone)."""
-    return {"filters": filters, "states": STATES, "sorts": SORT_CHOICES,
-            "namespaces": namespaces(), "default_per_page": PER_PAGE}
+    return form_context(filters, namespaces())
 
 
 def pod_list_context(filters: PodFilters, now: float | None = None, *,
@@ -100,13 +62,14 @@ def pod_list_context(filters: PodFilters, now: float | None = None, *,
     is False."""
     listing = query_pods(filters, now)
     context = {"pods": listing, "filters": filters, "now": listing.now,
-               "state_tabs": _state_tabs(listing), **_links(filters)}
+               "state_tabs": state_tabs(listing), **column_links(filters)}
     if form:
         context.update(_form_context(filters))
     return context
 
 
 @require_GET
+@when_at(past.pods)
 def pods(request):
     try:
         filters = PodFilters.parse(request.GET)
@@ -134,6 +97,7 @@ def _missing(request, uid: str, bad_action: str = ""):
 
 
 @require_GET
+@when_at(past.pod)
 def pod_detail(request, uid: str):
     return _detail_page(request, uid)
 

@@ -14,6 +14,7 @@ import orjson
 from django.utils import timezone
 
 from dashboard.models import NodeRecord, SnapshotSample
+from dashboard.readmodel.moment import Moment
 from dashboard.readmodel.read_model import ago
 
 CHART_SAMPLES = 300   # the latest samples drawn (5 minutes at one a second)
@@ -84,22 +85,37 @@ def _changed(records) -> list[ChangedNode]:
             for name, generation, zone, has_node in records[:NODES_SHOWN]]
 
 
-def snapshot_page(now: datetime | None = None) -> SnapshotPage:
-    now = now or timezone.now()
-    samples = list(SnapshotSample.objects.order_by("-at", "-id")[:CHART_SAMPLES])[::-1]
+def snapshot_page(now: datetime | None = None, moment: Moment | None = None) -> SnapshotPage:
+    """The page now, or as it was at `moment`: the samples taken up to it and the nodes'
+    generations as it held them."""
+    now = now or (moment.at if moment else timezone.now())
+    samples = SnapshotSample.objects.order_by("-at", "-id")
+    if moment is not None:
+        samples = samples.filter(at__lte=moment.at)
+    samples = list(samples[:CHART_SAMPLES])[::-1]
     latest = samples[-1] if samples else None
-    by_recency = NodeRecord.objects.order_by("-generation", "name").values_list(
-        "name", "generation", "zone", "has_node")
+    if moment is None:
+        by_recency = NodeRecord.objects.order_by("-generation", "name").values_list(
+            "name", "generation", "zone", "has_node")
+        node_count = by_recency.count()
+    else:
+        by_recency = sorted(((n["name"], n["generation"], n["zone"], n["has_node"])
+                             for n in moment.nodes()), key=lambda n: (-n[1], n[0]))
+        node_count = len(by_recency)
     recent = _changed(by_recency)
-    node_count = by_recency.count()
     if latest is None:
         return SnapshotPage(None, recent[0].generation if recent else 0, "", None, [], [], 0,
                             recent, node_count=node_count)
-    pending = by_recency.filter(generation__gt=latest.generation)
+    if moment is None:
+        pending = by_recency.filter(generation__gt=latest.generation)
+        pending_count = pending.count()
+    else:   # newest first: the changed nodes lead
+        pending = [n for n in by_recency if n[1] > latest.generation]
+        pending_count = len(pending)
     return SnapshotPage(
         generation=latest.generation,
         cache_generation=max(latest.cache_generation, recent[0].generation if recent else 0),
         taken=ago((now - latest.at).total_seconds()), chart=chart(samples, now),
         copied=latest.changed_nodes[:NODES_SHOWN], pending=_changed(pending),
-        pending_count=pending.count(), recent=recent,
+        pending_count=pending_count, recent=recent,
         copied_count=len(latest.changed_nodes), node_count=node_count)

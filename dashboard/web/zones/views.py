@@ -8,9 +8,8 @@ from dashboard.web.past import views as past_views
 
 
 @require_GET
+@past_views.when_at(past_views.zones)
 def zones(request):
-    if "at" in request.GET:
-        return past_views.zones(request)
     owner = read_model.owner_status()
     return render_page(request, "dashboard/zones.html", "zone-groups",
                    {"tree": node_reads.zones(owner), "owner": owner})

@@ -64,6 +64,9 @@ CASES.update({
     ("GET", "/api/v1/nodes/{name}", 410): ("api", "/api/v1/nodes/node-a?at=1", {}),
     ("GET", "/api/v1/zones", 400): ("api", "/api/v1/zones?at=yesterday", {}),
     ("GET", "/api/v1/zones", 410): ("api", "/api/v1/zones?at=1", {}),
+    ("GET", "/api/v1/pods", 410): ("api", "/api/v1/pods?at=1", {}),
+    ("GET", "/api/v1/pods/{uid}", 410): ("api", "/api/v1/pods/uid-running?at=1", {}),
+    ("GET", "/api/v1/snapshot", 410): ("api", "/api/v1/snapshot?at=1", {}),
 })
 _DIAGNOSIS = "/api/v1/pods/{uid}/diagnosis"
 CASES.update({

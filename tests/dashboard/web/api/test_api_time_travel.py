@@ -1,10 +1,14 @@
 """Time travel over REST: after the scripted owner run (tests/dashboard/readmodel/
-scripted_run.py), the nodes, a node, the counts and the zones read `at` each step's moment
+scripted_run.py), the nodes, a node, the counts, the zones, the pods, a pod and the
+snapshot read `at` each step's moment
 equal what the read model held live then; a moment before what is kept is a 410, an `at`
 that names no moment a 400; the diff of two moments says what changed between them."""
+from datetime import timedelta
+
 import pytest
 
-from dashboard.models import Checkpoint
+from dashboard.models import Checkpoint, SnapshotSample
+from dashboard.readmodel.moment import parse_at
 from tests.dashboard.readmodel.scripted_run import scripted_run
 from tests.dashboard.web.api.apihelpers import error_of
 
@@ -58,6 +62,58 @@ def test_zones_at_a_moment_and_a_node_not_there_then(api, run):
         api.get(f"/api/v1/nodes/n4?at={first}"), 404)
 
 
+def test_the_pods_and_each_pod_at_each_moment_equal_what_was_live_then(api, run):
+    for seq, live, _ in run:
+        answer = api.get(f"/api/v1/pods?at={seq}&per_page=500")
+        assert answer.status_code == 200, answer.content
+        listed = {p["uid"]: (p["node"], p["state"], p["binding_finished"], p["milli_cpu"],
+                             p["memory"], p["priority"]) for p in answer.json()["items"]}
+        assert listed == live["pods"], seq
+        for uid, pod in live["pods"].items():
+            detail = api.get(f"/api/v1/pods/{uid}?at={seq}").json()
+            assert (detail["node"], detail["state"], detail["binding_finished"],
+                    detail["milli_cpu"], detail["memory"], detail["priority"]) == pod
+            assert detail["history"] and all(t["seq"] <= seq for t in detail["history"])
+            assert detail["seq"] == detail["history"][-1]["seq"]
+
+
+def test_the_pods_at_a_moment_page_by_cursor_and_filter(api, run):
+    seq, live, _ = run[7]
+    walked, cursor = [], ""
+    while True:
+        page = api.get(f"/api/v1/pods?at={seq}&per_page=2&sort=-cpu{cursor}").json()
+        walked += [p["uid"] for p in page["items"]]
+        if not page["next_cursor"]:
+            break
+        cursor = f"&cursor={page['next_cursor']}"
+    assert sorted(walked) == sorted(live["pods"]) and page["count"] == len(live["pods"])
+    assert "not kept for the past" in error_of(api.get(f"/api/v1/pods?at={seq}&sort=changed"),
+                                               400)
+    on_n3 = api.get(f"/api/v1/pods?at={seq}&node=n3").json()["items"]
+    assert sorted(p["uid"] for p in on_n3) == sorted(
+        uid for uid, (node, *_) in live["pods"].items() if node == "n3")
+
+
+def test_a_pod_not_in_the_cache_at_the_moment_is_a_404(api, run):
+    first_seq, first, _ = run[0]
+    last_seq, last, _ = run[-1]
+    left = next(uid for uid in first["pods"] if uid not in last["pods"])
+    assert "in the cache at seq" in error_of(api.get(f"/api/v1/pods/{left}?at={last_seq}"), 404)
+    assert api.get(f"/api/v1/pods/{left}?at={first_seq}").status_code == 200
+
+
+def test_the_snapshot_at_a_moment_is_the_latest_taken_up_to_then(api, run):
+    # the scripted owner takes no snapshot: one sample a second after each step's moment
+    times = [parse_at(str(seq)).at for seq, _, _ in run]
+    SnapshotSample.objects.bulk_create(
+        SnapshotSample(at=at + timedelta(seconds=1), generation=i, cache_generation=i,
+                       changed_nodes=[f"n{i}"]) for i, at in enumerate(times))
+    for i, (seq, _, _) in enumerate(run[1:], start=1):
+        found = api.get(f"/api/v1/snapshot?at={seq}").json()
+        assert found["latest"]["generation"] == i - 1, seq
+        assert [s["generation"] for s in found["history"]] == list(range(i))
+
+
 def test_the_live_counts_without_at(api, run):
     found = api.get("/api/v1/counts").json()
     assert found["moment"] is None and found["pending"] is not None
@@ -67,6 +123,8 @@ def test_before_the_oldest_checkpoint_is_a_410_naming_the_oldest(api, run):
     oldest = Checkpoint.objects.order_by("seq").first()
     for url in (f"/api/v1/nodes?at={oldest.seq - 1}", f"/api/v1/nodes/n1?at={oldest.seq - 1}",
                 "/api/v1/counts?at=2001-01-01T00:00:00Z", f"/api/v1/zones?at={oldest.seq - 1}",
+                f"/api/v1/pods?at={oldest.seq - 1}", f"/api/v1/pods/u?at={oldest.seq - 1}",
+                f"/api/v1/snapshot?at={oldest.seq - 1}",
                 f"/api/v1/diff?from={oldest.seq - 1}&to={oldest.seq}"):
         assert f"seq {oldest.seq}" in error_of(api.get(url), 410), url
 
@@ -79,6 +137,10 @@ def test_before_the_oldest_checkpoint_is_a_410_naming_the_oldest(api, run):
     ("/api/v1/counts?at=", "at:"),
     ("/api/v1/counts?at=1&at=2", "given 2 times"),
     ("/api/v1/diff?from=1", "to:"),
+    ("/api/v1/pods?at=yesterday", "neither a sequence number nor an ISO 8601 time"),
+    ("/api/v1/pods/u?at=2999-01-01T00:00:00Z", "in the future"),
+    ("/api/v1/snapshot?at=99999999", "after the latest event"),
+    ("/api/v1/pods?at=", "at:"),
 ])
 def test_an_at_that_names_no_moment_is_a_400(api, run, url, message):
     assert message in error_of(api.get(url), 400)

@@ -10,6 +10,7 @@ from tests.dashboard.web.nodes.nodepages import T0, get, node, sample, transitio
 
 pytestmark = pytest.mark.django_db
 HEALTH = 7   # the health banner's checks (dashboard/readmodel/health.py), on every page: fixed too
+SCRUBBER = 1   # the header scrubber's span (readmodel/moment.py kept_range), on every page
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +25,7 @@ def test_queries_do_not_grow_with_the_rows(viewer_client, django_assert_num_quer
                                            queries):
     """Counts are SQL aggregates and lists are pages: as many queries for 300 pods, 30 nodes
     and 300 transitions as for a few (plus four for the session, the user and their
-    permissions, and the health banner's)."""
+    permissions, the health banner's and the scrubber's)."""
     PodRecord.objects.bulk_create(
         PodRecord(uid=f"u{i}", namespace="default", name=f"p{i:03}", node=f"n{i % 30}",
                   state=["Pending", "Assumed", "Added"][i % 3]) for i in range(300))
@@ -36,5 +37,5 @@ def test_queries_do_not_grow_with_the_rows(viewer_client, django_assert_num_quer
     sample(9, T0 + timedelta(seconds=1))
     get(viewer_client, "/")    # the session's first load
     cache.delete(health.CURRENT_KEY)   # the health judged again, not the first load's
-    with django_assert_num_queries(queries + HEALTH + 4):
+    with django_assert_num_queries(queries + HEALTH + SCRUBBER + 4):
         get(viewer_client, url)
