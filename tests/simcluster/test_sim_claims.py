@@ -92,7 +92,7 @@ def test_a_forbidden_resource_answers_403_to_list_watch_and_get_and_others_are_s
                    'schedview-owner" cannot list resource "persistentvolumeclaims" in API '
                    'group "" at the cluster scope',
         "reason": "Forbidden", "details": {"kind": "persistentvolumeclaims"}, "code": 403}
-    resp, body = raw.call("GET", f"/api/v1/namespaces/default/persistentvolumeclaims"
+    resp, body = raw.call("GET", "/api/v1/namespaces/default/persistentvolumeclaims"
                                  f"?watch=true&timeoutSeconds=1")
     assert resp.status == 403
     assert 'cannot watch resource "persistentvolumeclaims" in API group "" in the namespace ' \
