@@ -4,7 +4,9 @@ Actions (chosen by weight): create a Pending pod as a controller would; bind one
 of those to a random node as the default scheduler would (only when `scheduler`
 is on: otherwise binding is left to the dashboard's own scheduler); delete a pod
 (gracefully: the simulated kubelet finishes it); change a pod's labels; bump a
-running pod's restart count. Every change goes through resources.Api.
+running pod's restart count. Every change goes through resources.Api. A pod labelled
+`simcluster.io/keep` is never deleted: a demo's scene (the pod that waits for 64 GPUs)
+or a test's fixture stays until whoever made it deletes it.
 
 `steady` holds the pod count where it was when it was turned on: no creates while there
 are more pods, no deletes while there are fewer. Without it, creates (which
@@ -24,6 +26,8 @@ from simcluster.resources import Api
 from simcluster.status import ApiError
 
 DEFAULT_WEIGHTS = {"create": 2, "bind": 2, "delete": 2, "label": 1, "status": 1}
+KEEP_LABEL = "simcluster.io/keep"
+DRAWS = 8   # random picks a delete tries before giving up its turn (kept pods are few)
 
 
 class Churn:
@@ -131,12 +135,16 @@ class Churn:
     def _delete(self) -> bool:
         if self.steady is not None and self._pod_count() < self.steady:
             return False
-        key = self._random_key("pods")
-        if key is None:
-            return False
-        namespace, name = key.split("/", 1)
-        self.api.delete_pod(namespace, name)
-        return True
+        for _ in range(DRAWS):
+            key = self._random_key("pods")
+            if key is None:
+                return False
+            entry = self.api.store.get("pods", key)
+            if entry is not None and KEEP_LABEL not in entry.labels:
+                namespace, name = key.split("/", 1)
+                self.api.delete_pod(namespace, name)
+                return True
+        return False
 
     def _label(self) -> bool:
         key = self._random_key("pods")

@@ -82,7 +82,9 @@ def _demo_object(kind: str, name: str, role: str, spec: dict) -> dict:
     return {"apiVersion": "v1", "kind": kind,
             "metadata": {"name": name, "namespace": NAMESPACE,
                          "labels": {"app.kubernetes.io/part-of": "schedview-demo",
-                                    "schedview.io/demo-role": role}},
+                                    "schedview.io/demo-role": role,
+                                    # the simulated cluster's churn never deletes it
+                                    "simcluster.io/keep": "true"}},
             "spec": spec}
 
 

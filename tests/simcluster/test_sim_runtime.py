@@ -226,6 +226,21 @@ def test_churn_steps_create_bind_delete_and_update(sim):
                                           "status": 0}
 
 
+def test_churn_never_deletes_a_kept_pod(sim):
+    """The demo's 64-GPU job was gone after some minutes of `make run`: a delete of the
+    churn had picked it. A pod labelled simcluster.io/keep stays."""
+    raw = Raw(sim.url)
+    raw.call("POST", "/api/v1/namespaces/default/pods",
+             pending_pod_body("kept", **{"simcluster.io/keep": "true"}))
+    sim.churn.update(weights={"create": 0, "bind": 0, "delete": 1, "label": 0, "status": 0})
+    before = len(sim.pods())
+    for _ in range(before):
+        sim.churn.step()
+        sim.kubelet.step(float("inf"))     # graceful deletes finish
+    names = [p["metadata"]["name"] for p in sim.pods()]
+    assert "kept" in names and len(names) < before / 2
+
+
 def test_steady_churn_holds_the_pod_count(sim):
     """2,000 demo pods grew to 2,755 in 17 minutes: creates outran deletes."""
     start = sim.state()["counts"]["pods"]
