@@ -8,21 +8,9 @@ import re
 import pytest
 
 from dashboard.models import Checkpoint
-from tests.dashboard.readmodel.scripted_run import scripted_run
+from tests.dashboard.web.past.pastpages import page
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def run():
-    with scripted_run() as moments:
-        yield moments
-
-
-def page(client, url, status=200):
-    response = client.get(url)
-    assert response.status_code == status, response.content[:2000]
-    return response.content.decode()
 
 
 def test_the_pages_at_each_moment_show_what_was_live_then(viewer_client, run):

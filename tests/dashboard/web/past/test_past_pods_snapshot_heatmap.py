@@ -14,21 +14,9 @@ from dashboard.models import Checkpoint, SnapshotSample, Transition
 from dashboard.readmodel.cluster_state import percent
 from dashboard.readmodel.moment import parse_at
 from dashboard.readmodel.read_model import cpu_text, memory_text
-from tests.dashboard.readmodel.scripted_run import scripted_run
+from tests.dashboard.web.past.pastpages import page
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def run():
-    with scripted_run() as moments:
-        yield moments
-
-
-def page(client, url, status=200):
-    response = client.get(url)
-    assert response.status_code == status, response.content[:3000]
-    return response.content.decode()
 
 
 ROW = re.compile(r'<tr><td>team</td><th scope="row"><a href="/pods/([^/]+)/\?at=(\d+)">[^<]+'
