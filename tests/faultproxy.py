@@ -83,9 +83,14 @@ class FaultProxy:
     # --- inside ------------------------------------------------------------------------------
     def _spawn(self, target, *args, name: str):
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        with self._changed:   # the accepting thread and each connection's spawn at once
-            self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-        thread.start()
+        # The accepting thread and each connection's spawn at once. A thread listed but not
+        # started yet is not alive: pruning by is_alive alone dropped it, and stop never
+        # joined it (CI saw one left behind). Started under the lock, so stop never joins
+        # one that has not started.
+        with self._changed:
+            self._threads = [t for t in self._threads
+                             if t.ident is None or t.is_alive()] + [thread]
+            thread.start()
 
     def _listen(self):
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

@@ -144,3 +144,21 @@ def test_an_unknown_mode_is_refused_and_changes_nothing(proxy):
     assert proxy.mode == PASS
     with dial(proxy) as sock:
         assert roundtrip(sock) == b"hello"
+
+
+def test_a_thread_listed_but_not_started_yet_is_kept_for_stop(echo, monkeypatch):
+    """Two spawns at once: the second prunes the list while the first is not started."""
+    proxy, release = FaultProxy(echo.server_address), threading.Event()
+    start = threading.Thread.start
+
+    def start_after_another_spawn(thread):
+        if thread.name == "first":
+            proxy._spawn(release.wait, name="second")
+        start(thread)
+    monkeypatch.setattr(threading.Thread, "start", start_after_another_spawn)
+    proxy._spawn(release.wait, name="first")
+    try:
+        assert sorted(t.name for t in proxy._threads) == ["first", "second"]
+    finally:
+        release.set()
+        proxy.stop()
