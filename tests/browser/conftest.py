@@ -15,6 +15,7 @@ pytest-asyncio tests of the rest of the suite fail in the same process.
 """
 import os
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -64,8 +65,13 @@ def django_db_setup(django_test_environment, django_db_blocker):
     with django_db_blocker.unblock():
         created = setup_databases(verbosity=0, interactive=False, aliases={"default"})
     yield
+    # After the stack's processes: one of theirs may still be closing its session, and a
+    # database left behind is no failure of any test (pytest-django's own only warns too).
     with django_db_blocker.unblock():
-        teardown_databases(created, verbosity=0)
+        try:
+            teardown_databases(created, verbosity=0)
+        except Exception as error:
+            warnings.warn(f"the test database was not dropped: {error}")
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,9 @@ A stalled scheduler is staged as it happens in a cluster: pods keep arriving and
 places them (this stack runs no scheduler). Celery beat samples the health every second
 over an 8 s window (see conftest), so the banner rises within seconds; placing the pods
 (assumed through the owner as the extender does, then bound through Celery) clears it."""
+import re
 import threading
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -56,9 +58,14 @@ def test_a_stalled_scheduler_raises_the_banner_linking_to_the_pod_until_pods_are
     stalled = page.locator('#health-banner li[data-check="scheduling"]')
     expect(stalled).to_be_visible(timeout=STALL_MS)
     expect(stalled).to_contain_text("Stalled: pending grew")
-    # The link names a pending pod; following it opens that pod's page.
+    # The link names a pending pod, or (once the owner has counted the pending pods'
+    # reasons, every 30 s) the Pending page filtered by the top reason; either leads to a
+    # pending pod's page.
     stalled.locator("a").click()
-    page.wait_for_url("**/pods/*/")
+    page.wait_for_url(re.compile(r"/(pods/[^/]+/|pending/\?reason=.+)$"))
+    if "/pending/" in page.url:
+        page.locator("#pending-list a[href^='/pods/']").first.click()
+        page.wait_for_url("**/pods/*/")
     expect(page.locator("#pod-state")).to_have_attribute("data-state", "Pending")
     # Every page carries the banner.
     expect(page.locator('#health-banner li[data-check="scheduling"]')).to_be_visible()
@@ -142,21 +149,23 @@ def test_a_point_of_forgets_links_to_the_forgotten_pods_events(page, kube):
     uid = new_pod(kube, "charted-forget")
     wait_for(lambda: state_of(uid) == "Pending", 30, "the owner to see the pod")
     node = kube.list_node().items[0].metadata.name
+    before = time.time() - 1   # a sample counts what happened in the period up to its time
     send("assume", {"uid": uid, "node": node}, actor="browser-test", timeout=10)
     send("forget", {"uid": uid}, actor="browser-test", timeout=10)
     page.goto("/")
-    forgets = """() => {
+    # The point of this forget: earlier tests of the run forgot pods too.
+    forgets = """since => {
         const plot = (document.querySelector('figure[data-chart=rates]') || {})._plot;
         if (!plot) { return -1; }
         const line = plot.series.findIndex(s => s.label === 'Forgets');
-        return plot.data[line].findIndex(v => v > 0);
+        return plot.data[line].findIndex((v, i) => v > 0 && plot.data[0][i] >= since);
     }"""
     # Beat samples every second; the charts fetch the series every 10 s.
-    wait_for(lambda: page.evaluate(forgets) >= 0, 40, "a point of forgets on the chart")
+    wait_for(lambda: page.evaluate(forgets, before) >= 0, 40, "a point of forgets on the chart")
     page.evaluate("""i => {
         const plot = document.querySelector('figure[data-chart=rates]')._plot;
         plot.setCursor({left: plot.valToPos(plot.data[0][i], 'x'), top: 10});
-    }""", page.evaluate(forgets))
+    }""", page.evaluate(forgets, before))
     link = page.locator('figure[data-chart="rates"] .chart-events a', has_text="Forgets")
     expect(link).to_have_count(1)
     assert "kind=pod_forgotten" in link.get_attribute("href")
