@@ -4,6 +4,7 @@ from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from channels.layers import channel_layers
 from django.test import override_settings
 
 from dashboard.runtime import embedded_redis
@@ -20,6 +21,16 @@ def pytest_collection_modifyitems(items):
         folder = item.path.relative_to(item.config.rootpath).parts[1]
         if folder in FOLDER_MARKERS:
             item.add_marker(FOLDER_MARKERS[folder])
+
+
+@pytest.fixture(autouse=True)
+def fresh_channel_layer():
+    """Each test a channel layer of its own. channels_redis keeps asyncio locks per layer,
+    bound to the event loop that first used them, and each async test runs a loop of its
+    own: one left locked by a receive cancelled at a test's end failed every later test's
+    sockets in that process ("bound to a different event loop"). Daphne runs one loop."""
+    yield
+    channel_layers.backends.clear()
 
 
 @pytest.fixture(scope="session")
