@@ -9,7 +9,8 @@ What is kept is what the pages show of the past: each cached pod (namespace, nam
 Assumed or Added, binding finished, requests, non-zero requests, priority) and each
 NodeInfo (zone, allocatable, whether its node exists, cordoned, taints, images,
 generation), and the NodeTree's zones in order. A node's requested resources and pod
-count are summed from its pods, as NodeInfo sums them.
+count are summed from its pods, as NodeInfo sums them, and kept summed as the history
+replays (a page of a moment reads the sums, never a pass over every pod).
 """
 import gc
 import zlib
@@ -34,7 +35,8 @@ from schedcache.nodetree import REGION_LABEL, ZONE_LABEL, NodeTree
 
 from dashboard.wire.live import OWNER_LEADING
 
-FORMAT = 1                 # the encoding's version, kept in every checkpoint
+FORMAT = 2                 # the encoding's version, kept in every checkpoint
+READS = (1, 2)             # 1: each pod's entries inline, no sums (written until 2026-11-27)
 COMPRESSION = 6            # zlib level: at 150,000 pods no slower than 1 here, a quarter smaller
 CHUNK = 5000               # pods a piece of the encoding
 
@@ -52,6 +54,9 @@ POD_SETS = {POD_ASSUMED: "Assumed", POD_CONFIRMED: "Added", POD_ADDED: "Added",
 POD_LEAVES = (POD_FORGOTTEN, POD_EXPIRED, POD_REMOVED)
 NODE_SETS = (NODE_ADDED, NODE_UPDATED)
 NOTHING = [0, 0, 0, 0, {}]     # a resource entry of nothing requested or allocatable
+# A node's sums over its pods: [requested, non_zero, pods, {state: pods}, binding finished]
+# (a node without pods has none, as a count of zero is never kept)
+SUM_REQUESTED, SUM_NON_ZERO, SUM_PODS, SUM_BY_STATE, SUM_FINISHED = range(5)
 
 
 @contextmanager
@@ -83,16 +88,68 @@ def resource_dict(entry) -> dict:
             "allowed_pod_number": pods, "scalar_resources": dict(scalars)}
 
 
-def add_entry(total: list, entry) -> None:
-    """Add `entry` into `total` in place."""
-    total[0] += entry[0]
-    total[1] += entry[1]
-    total[2] += entry[2]
-    total[3] += entry[3]
+def add_entry(total: list, entry, sign: int = 1) -> None:
+    """Add `entry` into `total` in place (`sign` -1: take it out). An extended resource
+    whose total comes to nothing is dropped, as schedcache's Resource drops it."""
+    total[0] += sign * entry[0]
+    total[1] += sign * entry[1]
+    total[2] += sign * entry[2]
+    total[3] += sign * entry[3]
     if entry[4]:
         scalars = total[4]
         for name, amount in entry[4].items():
-            scalars[name] = scalars.get(name, 0) + amount
+            left = scalars.get(name, 0) + sign * amount
+            if left:
+                scalars[name] = left
+            else:
+                scalars.pop(name, None)
+
+
+def _entry_copy(entry) -> list:
+    return [entry[0], entry[1], entry[2], entry[3], dict(entry[4])]
+
+
+def sums_of(pods: dict) -> dict:
+    """node name -> its sums (SUM_*), in one pass over the pods."""
+    sums = {}
+    for pod in pods.values():
+        _count(sums, pod, 1)
+    return sums
+
+
+def _count(sums: dict, pod, sign: int) -> None:
+    """Add the pod into its node's sums (`sign` -1: take it out; a node left without pods
+    has its sums dropped)."""
+    node = pod[NODE]
+    entry = sums.get(node)
+    if entry is None:
+        entry = sums[node] = [[0, 0, 0, 0, {}], [0, 0, 0, 0, {}], 0, {}, 0]
+    entry[SUM_PODS] += sign
+    if not entry[SUM_PODS]:
+        del sums[node]
+        return
+    # add_entry twice, written out: this runs twice for most transitions replayed
+    total, part = entry[SUM_REQUESTED], pod[REQUESTED]
+    total[0] += sign * part[0]
+    total[1] += sign * part[1]
+    total[2] += sign * part[2]
+    total[3] += sign * part[3]
+    if part[4]:
+        add_entry(total, [0, 0, 0, 0, part[4]], sign)
+    total, part = entry[SUM_NON_ZERO], pod[NON_ZERO]
+    total[0] += sign * part[0]
+    total[1] += sign * part[1]
+    total[2] += sign * part[2]
+    total[3] += sign * part[3]
+    if part[4]:
+        add_entry(total, [0, 0, 0, 0, part[4]], sign)
+    by_state, state = entry[SUM_BY_STATE], pod[STATE]
+    left = by_state.get(state, 0) + sign
+    if left:
+        by_state[state] = left
+    else:
+        del by_state[state]
+    entry[SUM_FINISHED] += sign * pod[BOUND]
 
 
 GPU = "nvidia.com/gpu"   # the extended resource the heat map's GPU view shows
@@ -147,14 +204,15 @@ def node_replay(info, zone_key: str) -> list:
 
 class ClusterState:
     """The cache at sequence number `seq`: pods (uid -> pod list), nodes (name -> node
-    list) and the NodeTree (zones, and each zone's nodes in order)."""
+    list), the NodeTree (zones, and each zone's nodes in order), and each node's sums over
+    its pods (SUM_*), kept as pods come and go."""
 
-    def __init__(self, seq=0, pods=None, nodes=None, tree=None):
+    def __init__(self, seq=0, pods=None, nodes=None, tree=None, sums=None):
         self.seq = seq
         self.pods = pods if pods is not None else {}
         self.nodes = nodes if nodes is not None else {}
         self.tree = tree if tree is not None else NodeTree()
-        self.aggregates = None    # node -> its sums, once reconstructed (readmodel/moment.py)
+        self.sums = sums if sums is not None else sums_of(self.pods)
 
     # --- from the cache, to bytes and back ----------------------------------------------
     @classmethod
@@ -181,17 +239,36 @@ class ClusterState:
         return cls(seq, pods, nodes, _tree(zones))
 
     def encode(self) -> bytes:
-        """Lines of JSON, compressed: a header (seq, zones, nodes), then the pods CHUNK at a
-        time. In pieces, because one C call over 150,000 pods (a single dumps, a single
-        compress) holds the GIL for seconds, and the owner's thread shares the process."""
+        """Lines of JSON, compressed: a header (seq, zones, nodes, the nodes' sums, and the
+        distinct resource entries), then the pods CHUNK at a time, by column (the uids,
+        then each field of POD's in turn), the two entries named by their place in the
+        header's list: a cluster repeats a few hundred request sets, and columns decode
+        to a few long lists instead of a list a pod, then zip together in C. In pieces,
+        because one C call over 150,000 pods (a single dumps, a single compress) holds the
+        GIL for seconds, and the owner's thread shares the process."""
         zones = [[zone_pair(zone), self.tree.nodes_in(zone)] for zone in self.tree.zones]
-        compressor = zlib.compressobj(COMPRESSION)
-        parts = [compressor.compress(orjson.dumps({"format": FORMAT, "seq": self.seq,
-                                                   "zones": zones, "nodes": self.nodes}))]
-        pods = list(self.pods.items())
+        entries, place = [], {}
+
+        def entry_at(entry) -> int:
+            key = (entry[0], entry[1], entry[2], entry[3], *entry[4].items())
+            found = place.get(key)
+            if found is None:
+                found = place[key] = len(entries)
+                entries.append(entry)
+            return found
+
+        uids, pods, pieces = list(self.pods), list(self.pods.values()), []
         for start in range(0, len(pods), CHUNK):
-            parts.append(compressor.compress(
-                b"\n" + orjson.dumps(dict(pods[start:start + CHUNK]))))
+            columns = [list(column) for column in zip(*pods[start:start + CHUNK])]
+            columns[REQUESTED] = [entry_at(entry) for entry in columns[REQUESTED]]
+            columns[NON_ZERO] = [entry_at(entry) for entry in columns[NON_ZERO]]
+            pieces.append([uids[start:start + CHUNK], *columns])
+        compressor = zlib.compressobj(COMPRESSION)
+        parts = [compressor.compress(orjson.dumps({
+            "format": FORMAT, "seq": self.seq, "zones": zones, "nodes": self.nodes,
+            "sums": self.sums, "entries": entries}))]   # complete once the pieces are made
+        for piece in pieces:
+            parts.append(compressor.compress(b"\n" + orjson.dumps(piece)))
         parts.append(compressor.flush())
         return b"".join(parts)
 
@@ -199,20 +276,34 @@ class ClusterState:
     def decoded(cls, blob: bytes) -> "ClusterState":
         header, *chunks = zlib.decompress(blob).split(b"\n")
         doc = orjson.loads(header)
-        if doc.get("format") != FORMAT:
-            raise ValueError(f"a checkpoint of format {doc.get('format')!r}; this reads {FORMAT}")
+        if doc.get("format") not in READS:
+            raise ValueError(f"a checkpoint of format {doc.get('format')!r}; this reads "
+                             f"{', '.join(map(str, READS))}")
         pods = {}
-        for chunk in chunks:
-            pods.update(orjson.loads(chunk))
-        return cls(doc["seq"], pods, doc["nodes"], _tree(doc["zones"], paired=True))
+        if doc["format"] == 1:      # uid -> pod, its entries inline
+            for chunk in chunks:
+                pods.update(orjson.loads(chunk))
+        else:
+            entry = doc["entries"].__getitem__   # the lists shared: never changed in place
+            for chunk in chunks:
+                uids, *columns = orjson.loads(chunk)
+                columns[REQUESTED] = map(entry, columns[REQUESTED])
+                columns[NON_ZERO] = map(entry, columns[NON_ZERO])
+                pods.update(zip(uids, map(list, zip(*columns))))
+        return cls(doc["seq"], pods, doc["nodes"], _tree(doc["zones"], paired=True),
+                   doc.get("sums"))
 
     def copy(self) -> "ClusterState":
         """A state to replay on, sharing this one's pod and node lists: replaying replaces a
         list, never changes one, so this one stays as it was (a decoded checkpoint is
-        reused by the reconstructions that start from it)."""
+        reused by the reconstructions that start from it). The sums, changed in place by
+        replaying, are copied."""
         zones = [[zone_pair(zone), self.tree.nodes_in(zone)] for zone in self.tree.zones]
+        sums = {node: [_entry_copy(requested), _entry_copy(non_zero), pods, dict(by_state),
+                       finished]
+                for node, (requested, non_zero, pods, by_state, finished) in self.sums.items()}
         return ClusterState(self.seq, dict(self.pods), dict(self.nodes),
-                            _tree(zones, paired=True))
+                            _tree(zones, paired=True), sums)
 
     # --- replaying the history ----------------------------------------------------------
     def replay(self, seq, kind, key, namespace, name, node, generation, replay) -> None:
@@ -221,18 +312,24 @@ class ClusterState:
         if kind in POD_SETS:
             requested, non_zero, priority = replay or (NOTHING, NOTHING, 0)
             before = self.pods.get(key)
-            if before is not None and before[NODE] != node:
-                self._touch(before[NODE], generation)
+            if before is not None:
+                _count(self.sums, before, -1)
+                if before[NODE] != node:
+                    self._touch(before[NODE], generation)
             # a binding finishes only after the assumption (POD_BINDING_FINISHED)
-            self.pods[key] = [namespace, name, node, POD_SETS[kind], False, requested,
-                              non_zero, priority]
+            pod = self.pods[key] = [namespace, name, node, POD_SETS[kind], False, requested,
+                                    non_zero, priority]
+            _count(self.sums, pod, 1)
             self._touch(node, generation)
         elif kind == POD_BINDING_FINISHED:
             pod = self.pods.get(key)
-            if pod is not None:   # a new list: a copy() shares the old one
+            if pod is not None and not pod[BOUND]:   # a new list: a copy() shares the old one
                 self.pods[key] = [*pod[:BOUND], True, *pod[BOUND + 1:]]
+                self.sums[pod[NODE]][SUM_FINISHED] += 1
         elif kind in POD_LEAVES:
             pod = self.pods.pop(key, None)
+            if pod is not None:
+                _count(self.sums, pod, -1)
             self._touch(pod[NODE] if pod is not None else node, generation)
         elif kind in NODE_SETS and replay is not None:   # None: removed in the same flush
             zone, allocatable, unschedulable, taints, images = replay
@@ -249,7 +346,7 @@ class ClusterState:
                 self.nodes[key] = [NO_ZONE, list(NOTHING), False, False, [], 0, generation]
         elif kind == OWNER_LEADING:
             # A new owner's cache starts empty and fills from its own lists.
-            self.pods, self.nodes, self.tree = {}, {}, NodeTree()
+            self.pods, self.nodes, self.tree, self.sums = {}, {}, NodeTree(), {}
 
     def _touch(self, node_name, generation):
         """A pod came or went: the node's generation moves; a deleted node whose last pod
@@ -262,11 +359,11 @@ class ClusterState:
             return
         self.nodes[node_name] = [*node[:GENERATION], generation]   # a copy() shares `node`
 
-    def drop_empty_ghosts(self, pods_by_node: dict) -> None:
+    def drop_empty_ghosts(self) -> None:
         """Forget the deleted nodes no pod holds any more (the cache keeps a NodeInfo of a
         deleted node only while pods remain on it)."""
         for name in [n for n, node in self.nodes.items()
-                     if not node[HAS_NODE] and not pods_by_node.get(n)]:
+                     if not node[HAS_NODE] and n not in self.sums]:
             del self.nodes[name]
 
 

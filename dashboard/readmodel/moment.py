@@ -30,11 +30,13 @@ from dashboard.readmodel.cluster_state import (
     NAME,
     NAMESPACE,
     NODE,
-    NON_ZERO,
     NOTHING,
     PRIORITY,
     REQUESTED,
     STATE,
+    SUM_BY_STATE,
+    SUM_FINISHED,
+    SUM_REQUESTED,
     TAINTS,
     UNSCHEDULABLE,
     ZONE,
@@ -218,28 +220,17 @@ def _reconstructed(checkpoint_pk: int, seq: int) -> ClusterState:
             .annotate(replay_text=Cast("replay", TextField()))
             .values_list("seq", "kind", "key", "namespace", "name", "node", "generation",
                          "replay_text"))
-    loads = orjson.loads
+    # A period's transitions repeat a few hundred request sets: each text is parsed once,
+    # and the pods replayed from it share its lists (a replay never changes one).
+    parsed = {None: None}
     for *columns, replay in rows.iterator(chunk_size=REPLAY_CHUNK):
-        state.replay(*columns, None if replay is None else loads(replay))
+        found = parsed.get(replay)
+        if found is None and replay is not None:
+            found = parsed[replay] = orjson.loads(replay)
+        state.replay(*columns, found)
     state.seq = seq
-    state.aggregates = _aggregates(state)
-    state.drop_empty_ghosts(state.aggregates)
+    state.drop_empty_ghosts()
     return state
-
-
-def _aggregates(state: ClusterState) -> dict:
-    """node name -> [requested, non-zero requested, pods, pods by state], in one pass over
-    the pods, once a reconstruction: every page of the moment reads them."""
-    per_node = {}
-    for pod in state.pods.values():
-        entry = per_node.get(pod[NODE])
-        if entry is None:
-            entry = per_node[pod[NODE]] = [[0, 0, 0, 0, {}], [0, 0, 0, 0, {}], 0, {}]
-        add_entry(entry[0], pod[REQUESTED])
-        add_entry(entry[1], pod[NON_ZERO])
-        entry[2] += 1
-        entry[3][pod[STATE]] = entry[3].get(pod[STATE], 0) + 1
-    return per_node
 
 
 # --- what the pages and the API read of a moment ---------------------------------------------
@@ -260,12 +251,11 @@ class Moment:
         """Cached pods by state (Assumed, of them binding finished, Added), and the pods
         expired and forgotten in the RECENT minutes up to the moment (from the history)."""
         assumed = finished = added = 0
-        for pod in self.state.pods.values():
-            if pod[STATE] == "Assumed":
-                assumed += 1
-                finished += pod[BOUND]
-            else:
-                added += 1
+        for sums in self.state.sums.values():
+            by_state = sums[SUM_BY_STATE]
+            assumed += by_state.get("Assumed", 0)
+            added += by_state.get("Added", 0)
+            finished += sums[SUM_FINISHED]
         outcomes = dict(Transition.objects.order_by()
                         .filter(seq__lte=self.seq, at__gte=self.at - RECENT, at__lte=self.at,
                                 kind__in=["pod_expired", "pod_forgotten"])
@@ -280,8 +270,8 @@ class Moment:
     def totals(self) -> dict:
         """Requested and allocatable CPU (millicores) and memory (bytes) over all nodes."""
         requested, allocatable = [0, 0, 0, 0, {}], [0, 0, 0, 0, {}]
-        for pod in self.state.pods.values():
-            add_entry(requested, pod[REQUESTED])
+        for sums in self.state.sums.values():
+            add_entry(requested, sums[SUM_REQUESTED])
         for node in self.state.nodes.values():
             add_entry(allocatable, node[ALLOCATABLE] or NOTHING)
         return {"cpu_requested": requested[0], "cpu_allocatable": allocatable[0],
@@ -303,8 +293,8 @@ class Moment:
 
     def _node(self, name, index) -> dict:
         node = self.state.nodes[name]
-        requested, non_zero, pods, by_state = self.state.aggregates.get(name) or (
-            NOTHING, NOTHING, 0, {})
+        requested, non_zero, pods, by_state, _ = self.state.sums.get(name) or (
+            NOTHING, NOTHING, 0, {}, 0)
         return {"name": name, "zone": zone_display(node[ZONE]) if node[HAS_NODE] else "",
                 "tree_index": index.get(name, -1), "has_node": node[HAS_NODE],
                 "generation": node[GENERATION], "pods": pods, "images": node[IMAGES],

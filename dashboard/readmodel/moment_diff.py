@@ -11,8 +11,9 @@ from dashboard.readmodel.cluster_state import (
     NAMESPACE,
     NODE,
     NOTHING,
-    REQUESTED,
     STATE,
+    SUM_PODS,
+    SUM_REQUESTED,
 )
 from dashboard.readmodel.moment import Moment
 
@@ -26,16 +27,14 @@ def _pod(uid, pod, **more) -> dict:
 
 
 def _uses(found: Moment) -> dict:
-    """node name -> its use: pods, requested CPU and memory, allocatable (one pass over the
-    pods, no row per pod)."""
-    uses = {name: [0, 0, 0, (node[ALLOCATABLE] or NOTHING)[0], (node[ALLOCATABLE] or NOTHING)[1]]
-            for name, node in found.state.nodes.items()}
-    for pod in found.state.pods.values():
-        use = uses.get(pod[NODE])
-        if use is not None:
-            use[0] += 1
-            use[1] += pod[REQUESTED][0]
-            use[2] += pod[REQUESTED][1]
+    """node name -> its use: pods, requested CPU and memory, allocatable (from the nodes'
+    sums, no pass over the pods)."""
+    uses = {}
+    for name, node in found.state.nodes.items():
+        sums = found.state.sums.get(name)
+        allocatable = node[ALLOCATABLE] or NOTHING
+        uses[name] = ([sums[SUM_PODS], sums[SUM_REQUESTED][0], sums[SUM_REQUESTED][1]]
+                      if sums else [0, 0, 0]) + [allocatable[0], allocatable[1]]
     return uses
 
 

@@ -28,3 +28,77 @@ def test_an_unknown_format_is_refused():
     blob = zlib.compress(orjson.dumps({"format": 99, "seq": 1, "zones": [], "nodes": {}}))
     with pytest.raises(ValueError, match="format 99"):
         ClusterState.decoded(blob)
+
+
+GPU = {"nvidia.com/gpu": 1}
+
+
+def _small_state() -> ClusterState:
+    pods = {"a": ["team", "a", "n0", "Added", False, [500, 1 << 30, 0, 0, dict(GPU)],
+                  [500, 1 << 30, 0, 0, dict(GPU)], 0],
+            "b": ["team", "b", "n0", "Assumed", True, [100, 1 << 20, 0, 0, {}],
+                  [100, 200 << 20, 0, 0, {}], 5]}
+    nodes = {name: [["", "z"], [4000, 1 << 33, 0, 110, {"nvidia.com/gpu": 4}], True, False,
+                    [], 0, 1] for name in ("n0", "n1")}
+    return ClusterState(10, pods, nodes, _tree([[["", "z"], ["n0", "n1"]]], paired=True))
+
+
+# (kind, key, node, replay) applied in turn; after each, the kept sums equal a recount.
+gpu_replay = [[1000, 1 << 30, 0, 0, dict(GPU)], [1000, 1 << 30, 0, 0, dict(GPU)], 7]
+plain_replay = [[200, 1 << 20, 0, 0, {}], [200, 1 << 20, 0, 0, {}], 0]
+SCRIPT = [
+    ("pod_assumed", "c", "n1", gpu_replay),          # a new pod, with a GPU
+    ("pod_binding_finished", "c", "n1", None),
+    ("pod_binding_finished", "c", "n1", None),        # told twice: counted once
+    ("pod_confirmed", "c", "n1", gpu_replay),        # Added: no longer binding
+    ("pod_updated", "c", "n0", gpu_replay),          # moved to another node
+    ("pod_removed", "a", "n0", None),
+    ("pod_removed", "c", "n0", None),                # n0's GPUs all gone: the key too
+    ("pod_expired", "b", "n0", None),                # n0 without pods: no sums at all
+    ("pod_forgotten", "nobody", "n1", None),
+    ("pod_added", "d", "n1", plain_replay),
+]
+
+
+def test_the_sums_kept_while_replaying_equal_a_recount():
+    state = _small_state()
+    assert state.sums == cluster_state.sums_of(state.pods)
+    for seq, (kind, key, node, replay) in enumerate(SCRIPT, start=11):
+        state.replay(seq, kind, key, "team", key, node, seq, replay)
+        assert state.sums == cluster_state.sums_of(state.pods), f"after {kind} {key}"
+    assert set(state.sums) == {"n1"}
+    assert state.sums["n1"][cluster_state.SUM_BY_STATE] == {"Added": 1}
+    state.replay(30, "owner_leading", "", "", "", "", 0, None)
+    assert (state.pods, state.sums) == ({}, {})
+
+
+def test_a_copy_replays_without_changing_the_state_it_came_from():
+    start = _small_state()
+    before = orjson.dumps(start.sums)
+    copy = start.copy()
+    for seq, (kind, key, node, replay) in enumerate(SCRIPT, start=11):
+        copy.replay(seq, kind, key, "team", key, node, seq, replay)
+    assert orjson.dumps(start.sums) == before
+    assert start.sums == cluster_state.sums_of(start.pods)
+
+
+def test_a_checkpoint_keeps_the_sums_and_one_entry_for_pods_asking_alike():
+    state = _small_state()
+    for i in range(50):
+        state.replay(100 + i, "pod_added", f"p{i}", "team", f"p{i}", "n1", 100 + i,
+                     [[200, 1 << 20, 0, 0, {}], [200, 1 << 20, 0, 0, {}], 0])
+    blob = state.encode()
+    header = orjson.loads(zlib.decompress(blob).split(b"\n")[0])
+    assert len(header["entries"]) == 4     # the 50 alike share one, as requested and non-zero
+    back = ClusterState.decoded(blob)
+    assert (back.pods, back.sums) == (state.pods, state.sums)
+
+
+def test_a_checkpoint_of_the_first_format_reads_with_its_sums_counted():
+    state = _small_state()
+    header = {"format": 1, "seq": 10, "zones": [[["", "z"], ["n0", "n1"]]],
+              "nodes": state.nodes}
+    blob = zlib.compress(orjson.dumps(header) + b"\n" + orjson.dumps(state.pods))
+    back = ClusterState.decoded(blob)
+    assert (back.pods, back.sums) == (state.pods, state.sums)
+    assert back.sums["n0"][cluster_state.SUM_FINISHED] == 1
