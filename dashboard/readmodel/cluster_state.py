@@ -40,7 +40,11 @@ READS = (1, 2)             # 1: each pod's entries inline, no sums (written unti
 COMPRESSION = 6            # zlib level: at 150,000 pods no slower than 1 here, a quarter smaller
 CHUNK = 5000               # pods a piece of the encoding
 
-# A pod: [namespace, name, node, state, binding_finished, requested, non_zero, priority]
+# A pod: (namespace, name, node, state, binding_finished, requested, non_zero, priority),
+# its two resource entries tuples too. Tuples of values the collector does not follow (its
+# entries' dicts hold only names and numbers) are untracked by its first pass over them:
+# 150,000 lists instead cost every later young pass over a new state about 150 ms, and
+# every full pass of the web process 300 ms (bench/README, timetravel).
 NAMESPACE, NAME, NODE, STATE, BOUND, REQUESTED, NON_ZERO, PRIORITY = range(8)
 # A node: [[region, zone], allocatable, has_node, unschedulable, taints, images, generation]
 # (the zone as a pair: the NodeTree's key joins them with a NUL, which PostgreSQL's JSON
@@ -88,21 +92,37 @@ def resource_dict(entry) -> dict:
             "allowed_pod_number": pods, "scalar_resources": dict(scalars)}
 
 
+def pod_entry(entry) -> tuple:
+    """A pod's resource entry as a state keeps it: a tuple, its extended resources as
+    (name, amount) pairs, so that nothing in a pod is an object the collector follows
+    (see POD's shape)."""
+    # the pairs made before the tuple holding them, so that one pass untracks both
+    return entry[0], entry[1], entry[2], entry[3], tuple([*entry[4].items()])
+
+
+NO_REQUESTS = pod_entry(NOTHING)   # a pod's entry when its transition carried none
+
+
 def add_entry(total: list, entry, sign: int = 1) -> None:
-    """Add `entry` into `total` in place (`sign` -1: take it out). An extended resource
-    whose total comes to nothing is dropped, as schedcache's Resource drops it."""
+    """Add `entry` (a list's, or a pod's) into `total` in place (`sign` -1: take it out)."""
     total[0] += sign * entry[0]
     total[1] += sign * entry[1]
     total[2] += sign * entry[2]
     total[3] += sign * entry[3]
     if entry[4]:
-        scalars = total[4]
-        for name, amount in entry[4].items():
-            left = scalars.get(name, 0) + sign * amount
-            if left:
-                scalars[name] = left
-            else:
-                scalars.pop(name, None)
+        _add_scalars(total[4], entry[4].items() if isinstance(entry[4], dict) else entry[4],
+                     sign)
+
+
+def _add_scalars(scalars: dict, pairs, sign: int) -> None:
+    """An extended resource whose total comes to nothing is dropped, as schedcache's
+    Resource drops it."""
+    for name, amount in pairs:
+        left = scalars.get(name, 0) + sign * amount
+        if left:
+            scalars[name] = left
+        else:
+            scalars.pop(name, None)
 
 
 def _entry_copy(entry) -> list:
@@ -135,14 +155,14 @@ def _count(sums: dict, pod, sign: int) -> None:
     total[2] += sign * part[2]
     total[3] += sign * part[3]
     if part[4]:
-        add_entry(total, [0, 0, 0, 0, part[4]], sign)
+        _add_scalars(total[4], part[4], sign)
     total, part = entry[SUM_NON_ZERO], pod[NON_ZERO]
     total[0] += sign * part[0]
     total[1] += sign * part[1]
     total[2] += sign * part[2]
     total[3] += sign * part[3]
     if part[4]:
-        add_entry(total, [0, 0, 0, 0, part[4]], sign)
+        _add_scalars(total[4], part[4], sign)
     by_state, state = entry[SUM_BY_STATE], pod[STATE]
     left = by_state.get(state, 0) + sign
     if left:
@@ -186,6 +206,16 @@ def _node_object(name: str, pair) -> dict:
 
 
 # --- what a transition carries to be replayed ------------------------------------------------
+def replay_value(kind: str, text: str):
+    """A transition's `replay` JSON text as replay() takes it: a pod's entries as
+    pod_entry keeps them, shared by the pods replayed from the same text."""
+    value = orjson.loads(text)
+    if kind in POD_SETS:
+        requested, non_zero, priority = value
+        return pod_entry(requested), pod_entry(non_zero), priority
+    return value
+
+
 def pod_replay(info) -> list:
     """A cached pod's PodInfo as a transition's `replay`: [requested, non_zero, priority]."""
     return [resource_entry(info.requested), resource_entry(info.non_zero_requested),
@@ -233,9 +263,9 @@ class ClusterState:
             for pod in info.pods:
                 bound = assumed.get(pod.key)
                 requested, non_zero, priority = replay_of(pod)
-                pods[pod.key] = [pod.namespace, pod.name, name,
+                pods[pod.key] = (pod.namespace, pod.name, name,
                                  "Added" if bound is None else "Assumed", bool(bound),
-                                 requested, non_zero, priority]
+                                 pod_entry(requested), pod_entry(non_zero), priority)
         return cls(seq, pods, nodes, _tree(zones))
 
     def encode(self) -> bytes:
@@ -250,11 +280,10 @@ class ClusterState:
         entries, place = [], {}
 
         def entry_at(entry) -> int:
-            key = (entry[0], entry[1], entry[2], entry[3], *entry[4].items())
-            found = place.get(key)
+            found = place.get(entry)
             if found is None:
-                found = place[key] = len(entries)
-                entries.append(entry)
+                found = place[entry] = len(entries)
+                entries.append([*entry[:4], dict(entry[4])])   # as a replay writes it
             return found
 
         uids, pods, pieces = list(self.pods), list(self.pods.values()), []
@@ -282,14 +311,16 @@ class ClusterState:
         pods = {}
         if doc["format"] == 1:      # uid -> pod, its entries inline
             for chunk in chunks:
-                pods.update(orjson.loads(chunk))
+                pods.update((uid, (*pod[:REQUESTED], pod_entry(pod[REQUESTED]),
+                                   pod_entry(pod[NON_ZERO]), pod[PRIORITY]))
+                            for uid, pod in orjson.loads(chunk).items())
         else:
-            entry = doc["entries"].__getitem__   # the lists shared: never changed in place
+            entry = [pod_entry(entry) for entry in doc["entries"]].__getitem__   # shared
             for chunk in chunks:
                 uids, *columns = orjson.loads(chunk)
                 columns[REQUESTED] = map(entry, columns[REQUESTED])
                 columns[NON_ZERO] = map(entry, columns[NON_ZERO])
-                pods.update(zip(uids, map(list, zip(*columns))))
+                pods.update(zip(uids, zip(*columns)))
         return cls(doc["seq"], pods, doc["nodes"], _tree(doc["zones"], paired=True),
                    doc.get("sums"))
 
@@ -310,21 +341,21 @@ class ClusterState:
         """Apply one transition (the Transition columns replaying needs)."""
         self.seq = seq
         if kind in POD_SETS:
-            requested, non_zero, priority = replay or (NOTHING, NOTHING, 0)
+            requested, non_zero, priority = replay or (NO_REQUESTS, NO_REQUESTS, 0)
             before = self.pods.get(key)
             if before is not None:
                 _count(self.sums, before, -1)
                 if before[NODE] != node:
                     self._touch(before[NODE], generation)
             # a binding finishes only after the assumption (POD_BINDING_FINISHED)
-            pod = self.pods[key] = [namespace, name, node, POD_SETS[kind], False, requested,
-                                    non_zero, priority]
+            pod = self.pods[key] = (namespace, name, node, POD_SETS[kind], False, requested,
+                                    non_zero, priority)
             _count(self.sums, pod, 1)
             self._touch(node, generation)
         elif kind == POD_BINDING_FINISHED:
             pod = self.pods.get(key)
-            if pod is not None and not pod[BOUND]:   # a new list: a copy() shares the old one
-                self.pods[key] = [*pod[:BOUND], True, *pod[BOUND + 1:]]
+            if pod is not None and not pod[BOUND]:
+                self.pods[key] = (*pod[:BOUND], True, *pod[BOUND + 1:])
                 self.sums[pod[NODE]][SUM_FINISHED] += 1
         elif kind in POD_LEAVES:
             pod = self.pods.pop(key, None)

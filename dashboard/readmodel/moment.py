@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from threading import Lock
 
-import orjson
 from django.db import connections
 from django.db.models import Count, Max, TextField
 from django.db.models.functions import Cast
@@ -43,6 +42,7 @@ from dashboard.readmodel.cluster_state import (
     ClusterState,
     add_entry,
     collector_paused,
+    replay_value,
     resource_dict,
     zone_display,
     zone_pair,
@@ -221,13 +221,14 @@ def _reconstructed(checkpoint_pk: int, seq: int) -> ClusterState:
             .values_list("seq", "kind", "key", "namespace", "name", "node", "generation",
                          "replay_text"))
     # A period's transitions repeat a few hundred request sets: each text is parsed once,
-    # and the pods replayed from it share its lists (a replay never changes one).
-    parsed = {None: None}
-    for *columns, replay in rows.iterator(chunk_size=REPLAY_CHUNK):
+    # and the pods replayed from it share its entries (a replay never changes one).
+    parsed = {}
+    for row_seq, kind, key, namespace, name, node, generation, replay in rows.iterator(
+            chunk_size=REPLAY_CHUNK):
         found = parsed.get(replay)
         if found is None and replay is not None:
-            found = parsed[replay] = orjson.loads(replay)
-        state.replay(*columns, found)
+            found = parsed[replay] = replay_value(kind, replay)
+        state.replay(row_seq, kind, key, namespace, name, node, generation, found)
     state.seq = seq
     state.drop_empty_ghosts()
     return state

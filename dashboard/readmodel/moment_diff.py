@@ -5,6 +5,8 @@ Why apart from moment.py: a moment is read by every page; a diff is one page's a
 endpoint's, and its lists are bounded (`limit` of each, with the totals) so that an hour
 of a churning cluster stays one answer.
 """
+import heapq
+
 from dashboard.readmodel.cluster_state import (
     ALLOCATABLE,
     NAME,
@@ -46,29 +48,35 @@ def _use(use) -> dict | None:
 
 
 def diff(before: Moment, after: Moment, limit: int = DIFF_LIMIT) -> dict:
-    """Walks the two states' pods once each; only what changed becomes a row."""
+    """Walks the two states' pods once each; only the first `limit` of each list (by
+    namespace and name) become rows: an hour of churn changes tens of thousands."""
     old, new = before.state.pods, after.state.pods
-    appeared = [_pod(uid, pod) for uid, pod in new.items() if uid not in old]
-    left = [_pod(uid, pod) for uid, pod in old.items() if uid not in new]
     moved, changed = [], []
     for uid, pod in new.items():
         was = old.get(uid)
-        if was is None or was is pod:     # `is`: the same list, shared from one checkpoint
+        if was is None or was is pod:     # `is`: the same pod, shared from one checkpoint
             continue
         if was[NODE] != pod[NODE]:
-            moved.append(_pod(uid, pod, from_node=was[NODE]))
+            moved.append(uid)
         if was[STATE] != pod[STATE]:
-            changed.append(_pod(uid, pod, from_state=was[STATE]))
+            changed.append(uid)
     old_uses, new_uses = _uses(before), _uses(after)
     nodes = [{"name": name, "before": _use(old_uses.get(name)),
               "after": _use(new_uses.get(name))}
              for name in sorted(old_uses.keys() | new_uses.keys())
              if old_uses.get(name) != new_uses.get(name)]
 
-    def bounded(items):
-        items.sort(key=lambda item: (item.get("namespace", ""), item["name"]))
-        return {"count": len(items), "items": items[:limit]}
+    def first(uids, pods, row) -> dict:
+        uids = list(uids)
+        chosen = heapq.nsmallest(limit, uids, key=lambda uid: (pods[uid][NAMESPACE],
+                                                                 pods[uid][NAME], uid))
+        return {"count": len(uids), "items": [row(uid) for uid in chosen]}
     return {"from": {"seq": before.seq, "at": before.at},
             "to": {"seq": after.seq, "at": after.at},
-            "appeared": bounded(appeared), "left": bounded(left), "moved": bounded(moved),
-            "changed_state": bounded(changed), "nodes": bounded(nodes)}
+            "appeared": first(new.keys() - old.keys(), new, lambda uid: _pod(uid, new[uid])),
+            "left": first(old.keys() - new.keys(), old, lambda uid: _pod(uid, old[uid])),
+            "moved": first(moved, new, lambda uid: _pod(uid, new[uid],
+                                                         from_node=old[uid][NODE])),
+            "changed_state": first(changed, new, lambda uid: _pod(uid, new[uid],
+                                                                  from_state=old[uid][STATE])),
+            "nodes": {"count": len(nodes), "items": nodes[:limit]}}
