@@ -124,9 +124,10 @@ def parse_record(data: bytes, line: int, path="recording") -> Record:
     """One line checked: a JSON object with a time, a known event and a resource with a
     kind and a name (and a namespace for a Pod)."""
     try:
-        doc = orjson.loads(data)
+        doc = orjson.loads(data.rstrip(b"\r\n"))   # so that a column is the line's own
     except orjson.JSONDecodeError as e:
-        raise RecordingError(path, line, f"not JSON ({e}); a truncated line?") from None
+        raise RecordingError(path, line, f"not JSON ({e.msg} at column {e.colno}); "
+                                         f"a truncated line?") from None
     if not isinstance(doc, dict):
         raise RecordingError(path, line, "not a JSON object")
     try:
