@@ -11,7 +11,9 @@ from tests.browser.browserkit import TIMEOUT_MS, wait_live
 from tests.live.livestack import new_pod
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.django_db, pytest.mark.timeout(180)]
+# No django_db mark: its transaction would hold SQLite's write lock against the owner's
+# writes (conftest.database unblocks the database instead).
+pytestmark = pytest.mark.timeout(180)
 
 
 def latest_moment(page):
