@@ -41,11 +41,16 @@ def test_a_pod_whose_claim_is_missing_says_so_until_the_claim_comes(page, stack,
         wait_live(page)
         page.evaluate("() => { window.__notReloaded = true; }")
         expect(page.locator("#pod-diagnosis .diagnosis-summary")).to_contain_text(said)
+        claims_before = owner_status()["claims"]["count"]
         kube.create_namespaced_persistent_volume_claim("default", {
             "metadata": {"name": CLAIM},
             "spec": {"accessModes": ["ReadWriteOnce"],
                      "resources": {"requests": {"storage": "1Gi"}}}})
         claimed = True
+        # The owner's watch first (a failure then says which side was late), then the page,
+        # live: the recount the claim starts nudges it.
+        wait_for(lambda: owner_status()["claims"]["count"] > claims_before, 60,
+                 "the owner's claims watch to show the new claim")
         # No stand-in places it on the browser stack: it waits, fitting the nodes.
         expect(page.locator("#pod-diagnosis")).to_contain_text("Nodes that take it now")
         expect(page.locator("#pod-diagnosis .diagnosis-summary")).not_to_contain_text(CLAIM)
