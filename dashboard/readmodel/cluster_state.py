@@ -103,15 +103,24 @@ def pod_entry(entry) -> tuple:
 NO_REQUESTS = pod_entry(NOTHING)   # a pod's entry when its transition carried none
 
 
-def add_entry(total: list, entry, sign: int = 1) -> None:
-    """Add `entry` (a list's, or a pod's) into `total` in place (`sign` -1: take it out)."""
+def add_entry(total: list, entry) -> None:
+    """Add `entry` (a list, its extended resources a dict) into `total` in place."""
+    total[0] += entry[0]
+    total[1] += entry[1]
+    total[2] += entry[2]
+    total[3] += entry[3]
+    if entry[4]:
+        _add_scalars(total[4], entry[4].items(), 1)
+
+
+def _add_pod_entry(total: list, entry: tuple, sign: int) -> None:
+    """Add a pod's entry (pod_entry's) into `total` in place; `sign` -1: take it out."""
     total[0] += sign * entry[0]
     total[1] += sign * entry[1]
     total[2] += sign * entry[2]
     total[3] += sign * entry[3]
     if entry[4]:
-        _add_scalars(total[4], entry[4].items() if isinstance(entry[4], dict) else entry[4],
-                     sign)
+        _add_scalars(total[4], entry[4], sign)
 
 
 def _add_scalars(scalars: dict, pairs, sign: int) -> None:
@@ -148,21 +157,8 @@ def _count(sums: dict, pod, sign: int) -> None:
     if not entry[SUM_PODS]:
         del sums[node]
         return
-    # add_entry twice, written out: this runs twice for most transitions replayed
-    total, part = entry[SUM_REQUESTED], pod[REQUESTED]
-    total[0] += sign * part[0]
-    total[1] += sign * part[1]
-    total[2] += sign * part[2]
-    total[3] += sign * part[3]
-    if part[4]:
-        _add_scalars(total[4], part[4], sign)
-    total, part = entry[SUM_NON_ZERO], pod[NON_ZERO]
-    total[0] += sign * part[0]
-    total[1] += sign * part[1]
-    total[2] += sign * part[2]
-    total[3] += sign * part[3]
-    if part[4]:
-        _add_scalars(total[4], part[4], sign)
+    _add_pod_entry(entry[SUM_REQUESTED], pod[REQUESTED], sign)
+    _add_pod_entry(entry[SUM_NON_ZERO], pod[NON_ZERO], sign)
     by_state, state = entry[SUM_BY_STATE], pod[STATE]
     left = by_state.get(state, 0) + sign
     if left:
