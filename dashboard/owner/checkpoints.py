@@ -16,27 +16,34 @@ from dashboard.readmodel.cluster_state import (
     ClusterState,
     collector_paused,
     node_replay,
+    pod_entries,
     pod_replay,
 )
 
 
-class PodReplays:
-    """pod_replay of each PodInfo, remembered from one checkpoint to the next: a PodInfo
-    never changes (a changed pod is a new one), so only the pods changed since the last
-    checkpoint cost a conversion. Only the writer thread uses it, one checkpoint at a time."""
+class PodEntries:
+    """A PodInfo's (requested, non_zero, priority) as a checkpoint keeps them (pod_entries),
+    shared by every pod with the same requests: the feed's digest shares one Resource among
+    pods that request the same, so a checkpoint converts one per distinct request, and
+    nothing is kept per pod between checkpoints (a memo per pod cost the owner about
+    500 bytes a pod). Only the writer thread uses it, one checkpoint at a time."""
 
     def __init__(self):
-        self._last, self._now = {}, {}      # pod key -> (PodInfo, its replay)
+        # (id(requested), id(non_zero), priority) -> (requested, non_zero, entries); the
+        # Resources are held, so that their ids cannot be taken by others meanwhile
+        self._last, self._now = {}, {}
 
-    def __call__(self, info) -> list:
-        known = self._last.get(info.key)
-        if known is None or known[0] is not info:    # held here: an identity cannot recur
-            known = (info, pod_replay(info))
-        self._now[info.key] = known
-        return known[1]
+    def __call__(self, info) -> tuple:
+        requested, non_zero = info.requested, info.non_zero_requested
+        key = (id(requested), id(non_zero), info.priority)
+        known = self._now.get(key) or self._last.get(key)
+        if known is None:
+            known = (requested, non_zero, pod_entries(info))
+        self._now[key] = known
+        return known[2]
 
     def done(self) -> None:
-        """The checkpoint is built: what it did not meet is forgotten."""
+        """The checkpoint is built: requests it did not meet are forgotten."""
         self._last, self._now = self._now, {}
 
 
@@ -49,14 +56,14 @@ class Capture:
     node_infos: dict             # name -> NodeInfo copy
     assumed: dict                # pod key -> binding finished
     zones: list                  # [(zone key, [node names in tree order])]
-    replays: PodReplays = None
+    entries: PodEntries = None
 
     def state(self) -> ClusterState:
-        if self.replays is None:
+        if self.entries is None:
             return ClusterState.captured(self.seq, self.node_infos, self.assumed, self.zones)
         state = ClusterState.captured(self.seq, self.node_infos, self.assumed, self.zones,
-                                      self.replays)
-        self.replays.done()
+                                      self.entries)
+        self.entries.done()
         return state
 
     def row(self) -> dict:
@@ -68,12 +75,12 @@ class Capture:
                     "state": state.encode()}
 
 
-def capture(cache, seq: int, at, snapshot_generation: int, replays=None) -> Capture:
+def capture(cache, seq: int, at, snapshot_generation: int, entries=None) -> Capture:
     """On the owner's thread, the cache's one writer: nothing changes it meanwhile."""
     tree = cache.node_tree
     zones = [(zone, tree.nodes_in(zone)) for zone in tree.zones]
     return Capture(seq, at, snapshot_generation, cache.get_node_name_to_info_map(),
-                   cache.assumed_bindings(), zones, replays)
+                   cache.assumed_bindings(), zones, entries)
 
 
 class ReplayNotes:
@@ -108,7 +115,7 @@ class Checkpoints:
     def __init__(self, period: float, clock):
         self.period, self.clock = period, clock
         self.last = None          # when the latest was captured
-        self.replays = PodReplays()   # the writer's, across this owner's checkpoints
+        self.entries = PodEntries()   # the writer's, across this owner's checkpoints
 
     def due(self) -> bool:
         if not self.period:

@@ -237,7 +237,7 @@ class CacheOwner:
         if self.checkpoints.due() and all(self.synced.values()):
             batch.checkpoint = capture(self.cache, seq_base + self.cache.event_seq,
                                        utc(self.clock()), self.snapshot.generation,
-                                       self.checkpoints.replays)
+                                       self.checkpoints.entries)
             self.checkpoints.taken()
         self.rows.build(batch)
         if not self._pruned and all(self.synced.values()) and not self.rows.backlog():

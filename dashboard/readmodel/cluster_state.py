@@ -218,6 +218,13 @@ def pod_replay(info) -> list:
             info.priority]
 
 
+def pod_entries(info) -> tuple:
+    """A cached pod's PodInfo as a state keeps its requests: (requested, non_zero, priority),
+    each entry a pod_entry."""
+    return (pod_entry(resource_entry(info.requested)),
+            pod_entry(resource_entry(info.non_zero_requested)), info.priority)
+
+
 def node_replay(info, zone_key: str) -> list:
     """A NodeInfo as a node transition's `replay`: [[region, zone], allocatable,
     unschedulable, taints, images]."""
@@ -243,10 +250,11 @@ class ClusterState:
     # --- from the cache, to bytes and back ----------------------------------------------
     @classmethod
     def captured(cls, seq, node_infos: dict, assumed: dict, zones: list,
-                 replay_of=pod_replay) -> "ClusterState":
+                 entries_of=pod_entries) -> "ClusterState":
         """From the owner's capture: NodeInfo copies by name (immutable), assumed pod key
-        -> binding finished, and the tree's [(zone key, [node names])]; `replay_of` gives
-        a PodInfo's [requested, non_zero, priority] (pod_replay, or a memo of it)."""
+        -> binding finished, and the tree's [(zone key, [node names])]; `entries_of` gives
+        a PodInfo's (requested, non_zero, priority) as pod_entries does (or a memo of it,
+        whose entries the pods with the same requests share)."""
         zone_of = {name: zone for zone, names in zones for name in names}
         pods, nodes = {}, {}
         for name, info in node_infos.items():
@@ -258,10 +266,10 @@ class ClusterState:
                 nodes[name] = [NO_ZONE, list(NOTHING), False, False, [], 0, info.generation]
             for pod in info.pods:
                 bound = assumed.get(pod.key)
-                requested, non_zero, priority = replay_of(pod)
+                requested, non_zero, priority = entries_of(pod)
                 pods[pod.key] = (pod.namespace, pod.name, name,
                                  "Added" if bound is None else "Assumed", bool(bound),
-                                 pod_entry(requested), pod_entry(non_zero), priority)
+                                 requested, non_zero, priority)
         return cls(seq, pods, nodes, _tree(zones))
 
     def encode(self) -> bytes:
