@@ -3,11 +3,13 @@
 Everything NodeInfo aggregates is computed once when the pod enters the cache
 and kept on the PodInfo, so removing or replacing a pod never parses it again.
 Of the pod Mapping only the allow-listed fields below are kept (no
-managedFields, env, probes, mounts or status bulk): picked into a flat tuple
+managedFields, env, probes, mounts or status bulk): picked into flat tuples
 and frozen as marshal bytes, a fraction of the memory of nested dicts, and
-every `.pod` read is an independent copy. Tolerations are kept apart, frozen
-once per distinct list and shared: nearly every pod carries the same two
-defaults, which frozen into each pod would cost half again its memory.
+every `.pod` read is an independent copy. What the replicas of a workload carry
+alike (its owner, spec and containers: `_workload`) is frozen apart from what
+each pod has of its own (timestamps, status: `_frozen`) and shared, as are
+the tolerations (nearly every pod carries the same two defaults): frozen into
+each pod, the spec and containers were two thirds of a cached pod's bytes.
 """
 import marshal
 import sys
@@ -53,25 +55,29 @@ def _pick_containers(containers):
     return tuple(tuple(map(c.get, CONTAINER_FIELDS)) for c in containers) if containers else None
 
 
-def _freeze(kind, api_version, metadata, spec, status) -> bytes:
+def _freeze(kind, api_version, metadata, spec, status) -> tuple:
+    """(what the pod's workload shares, what the pod has of its own), as marshal bytes."""
     spec_values = list(map(spec.get, SPEC_FIELDS))
     if spec_values[-1] is not None:
         spec_values[-1] = _claim_volumes(spec_values[-1]) or None
-    return marshal.dumps((kind, api_version, tuple(map(metadata.get, METADATA_FIELDS)),
-                          tuple(spec_values),
-                          _pick_containers(spec.get("containers")),
-                          _pick_containers(spec.get("initContainers")),
-                          _pick_status(status) if status else None), 2)
+    workload = marshal.dumps((kind, api_version, metadata.get("generateName"),
+                              metadata.get("ownerReferences"), tuple(spec_values),
+                              _pick_containers(spec.get("containers")),
+                              _pick_containers(spec.get("initContainers"))), 2)
+    own = marshal.dumps((metadata.get("creationTimestamp"), metadata.get("deletionTimestamp"),
+                         _pick_status(status) if status else None), 2)
+    return workload, own
 
 
 def _present(names, values) -> dict:
     return {name: value for name, value in zip(names, values) if value is not None}
 
 
-def _thaw(frozen, identity=None, node_name="") -> dict:
+def _thaw(workload, own, identity=None, node_name="") -> dict:
     """The lean pod Mapping; `identity` (metadata from the PodInfo's slots) joins what was frozen."""
-    kind, api_version, metadata, spec_values, containers, init_containers, status = \
-        marshal.loads(frozen)
+    kind, api_version, generate_name, owners, spec_values, containers, init_containers = \
+        marshal.loads(workload)
+    created, deleted, status = marshal.loads(own)
     spec = {"nodeName": node_name} if node_name else {}
     spec.update(_present(SPEC_FIELDS, spec_values))
     if containers is not None:
@@ -79,7 +85,8 @@ def _thaw(frozen, identity=None, node_name="") -> dict:
     if init_containers is not None:
         spec["initContainers"] = [_present(CONTAINER_FIELDS, c) for c in init_containers]
     pod = {"kind": kind, "apiVersion": api_version} if kind is not None else {}
-    pod["metadata"] = dict(identity or {}, **_present(METADATA_FIELDS, metadata))
+    pod["metadata"] = dict(identity or {}, **_present(METADATA_FIELDS,
+                                                      (generate_name, created, deleted, owners)))
     pod["spec"] = spec
     if status is not None:
         pod["status"] = _present(STATUS_FIELDS, status)
@@ -103,18 +110,19 @@ def _shared_labels(labels):
     return shared
 
 
-_toleration_sets = {}  # frozen tolerations -> one shared bytes object
+_frozen_sets = {}  # frozen bytes -> the one object shared by every pod freezing the same
 
 
-def _shared_tolerations(frozen):
-    """Frozen tolerations as one bytes object shared by every pod with the same ones."""
+def _shared_bytes(frozen):
+    """Frozen bytes (a workload's, tolerations) as one object shared by every pod with the
+    same."""
     if not frozen:
         return None
-    shared = _toleration_sets.get(frozen)
+    shared = _frozen_sets.get(frozen)
     if shared is None:
-        if len(_toleration_sets) >= _LABEL_SETS_MAX:
-            _toleration_sets.clear()
-        shared = _toleration_sets[frozen] = frozen
+        if len(_frozen_sets) >= _LABEL_SETS_MAX:
+            _frozen_sets.clear()
+        shared = _frozen_sets[frozen] = frozen
     return shared
 
 
@@ -145,7 +153,7 @@ class PodInfo:
     __slots__ = ("key", "namespace", "name", "node_name", "resource_version", "phase", "priority",
                  "labels", "tolerations",
                  "requested", "non_zero_requested", "host_ports", "has_affinity",
-                 "has_required_anti_affinity", "pvc_keys", "_frozen")
+                 "has_required_anti_affinity", "pvc_keys", "_workload", "_frozen")
 
     @property
     def pod(self) -> dict:
@@ -153,7 +161,8 @@ class PodInfo:
         identity = {"name": self.name, "namespace": self.namespace, "uid": self.key,
                     "resourceVersion": self.resource_version,
                     "labels": dict(self.labels) if self.labels else None}
-        pod = _thaw(self._frozen, {k: v for k, v in identity.items() if v}, self.node_name)
+        pod = _thaw(self._workload, self._frozen, {k: v for k, v in identity.items() if v},
+                    self.node_name)
         if self.tolerations is not None:
             pod["spec"]["tolerations"] = marshal.loads(self.tolerations)
         return pod
@@ -182,10 +191,11 @@ def make_pod_info(pod) -> PodInfo:
         namespace = _intern(metadata.get("namespace") or "")
         name = metadata.get("name") or ""
         requested, non_zero = pod_requests(spec)
-        frozen = _freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec, pod.get("status"))
+        workload, frozen = _freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec,
+                                   pod.get("status"))
         labels = _shared_labels(metadata.get("labels"))
         tolerations = spec.get("tolerations")
-        tolerations = _shared_tolerations(marshal.dumps(tolerations, 2)) if tolerations else None
+        tolerations = _shared_bytes(marshal.dumps(tolerations, 2)) if tolerations else None
         containers = spec.get("containers") or ()
         ports = _host_ports(containers)
         volumes = spec.get("volumes")
@@ -217,6 +227,7 @@ def make_pod_info(pod) -> PodInfo:
     else:
         info.has_affinity = info.has_required_anti_affinity = False
     info.pvc_keys = pvc_keys
+    info._workload = _shared_bytes(workload)   # shared with the workload's other replicas
     info._frozen = frozen
     return info
 
@@ -250,7 +261,7 @@ def pack_pod_info(info: PodInfo) -> tuple:
             info.phase, info.priority, tuple(info.labels.items()) if info.labels else None,
             info.tolerations, _pack_resource(info.requested), _pack_resource(info.non_zero_requested),
             info.host_ports, info.has_affinity, info.has_required_anti_affinity,
-            info.pvc_keys, info._frozen)
+            info.pvc_keys, info._workload, info._frozen)
 
 
 def unpack_pod_info(packed) -> PodInfo:
@@ -258,8 +269,9 @@ def unpack_pod_info(packed) -> PodInfo:
     info = PodInfo()
     (info.key, namespace, info.name, node_name, info.resource_version, phase, info.priority,
      labels, tolerations, requested, non_zero, info.host_ports, info.has_affinity,
-     info.has_required_anti_affinity, info.pvc_keys, info._frozen) = packed
-    info.tolerations = _shared_tolerations(tolerations)
+     info.has_required_anti_affinity, info.pvc_keys, workload, info._frozen) = packed
+    info.tolerations = _shared_bytes(tolerations)
+    info._workload = _shared_bytes(workload)
     info.namespace, info.node_name, info.phase = _intern(namespace), _intern(node_name), \
         _intern(phase)
     if labels:   # a known set is found by its items as packed, without building a dict

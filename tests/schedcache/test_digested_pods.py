@@ -115,3 +115,31 @@ def test_only_kube_schedulers_refusal_is_kept_of_the_conditions():
     placed["status"]["conditions"] = [{"type": "PodScheduled", "status": "True"},
                                       {"type": "Ready", "status": "True"}]
     assert "conditions" not in make_pod_info(placed).pod["status"]
+
+
+def test_replicas_share_their_workload_and_keep_their_own_status():
+    """The owner, spec and containers that replicas carry alike are kept once; timestamps
+    and status stay each pod's, and `.pod` gives each back whole, in the order frozen."""
+    owner = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5d8f",
+              "uid": "rs-uid", "controller": True}]
+    replicas = []
+    for i in range(2):
+        pod = rich_pod(f"web-5d8f-{i}")
+        pod["metadata"] = dict(pod["metadata"], generateName="web-5d8f-", ownerReferences=owner,
+                               creationTimestamp=f"2026-11-29T05:0{i}:00Z")
+        pod["status"] = {"phase": "Running", "podIP": f"10.0.0.{i}", "qosClass": "Burstable"}
+        replicas.append(pod)
+    a, b_ = make_pod_info(replicas[0]), crossed(replicas[1])
+    assert a._workload is b_._workload              # one frozen copy, shared
+    assert a._frozen != b_._frozen
+    for info, pod in ((a, replicas[0]), (b_, replicas[1])):
+        thawed = info.pod
+        assert list(thawed["metadata"])[-3:] == ["generateName", "creationTimestamp",
+                                                 "ownerReferences"]
+        assert thawed["metadata"]["creationTimestamp"] == pod["metadata"]["creationTimestamp"]
+        assert thawed["metadata"]["ownerReferences"] == owner
+        assert thawed["status"] == pod["status"]
+        assert thawed["spec"]["containers"][0]["resources"] == \
+            pod["spec"]["containers"][0]["resources"]
+    other = dict(replicas[0], spec=dict(replicas[0]["spec"], priority=9))
+    assert make_pod_info(other)._workload is not a._workload
