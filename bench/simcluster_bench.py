@@ -1,11 +1,16 @@
 """Throughput of the simulated cluster over loopback HTTP (server in its own process).
 
-    .venv/bin/python bench/simcluster_bench.py --nodes 5000 --pods 150000
+    .venv/bin/python bench/simcluster_bench.py --nodes 5000 --pods 150000 \
+        --steady 180 --steady-churn 1000 --compaction 60
 
 Measures: generation time (in this process), full LIST of all pods (raw bytes and
 through the official client with _preload_content=False + orjson), a paged LIST,
 a watch without resourceVersion (one synthetic ADDED per pod) read by a raw JSON
-line reader, and live events under churn.
+line reader, and live events under churn; the server's RSS a pod once it serves and,
+with `--steady`, while the kubelet finishes deletes and churn holds the pod count for
+that many seconds with the history kept for `--compaction` seconds (between one and two
+intervals of churn: 1,000/s compacted every 60 s holds what 200/s holds under
+kube-apiserver's 5 minutes).
 """
 
 import argparse
@@ -85,9 +90,31 @@ def rss_mb(pid) -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
 
 
+def per_pod(pid, pods) -> str:
+    return f"{rss_mb(pid) * 2**20 / pods / 1000:.2f} kB RSS a pod"
+
+
+def steady(url, pid, seconds, rate):
+    """Churn at `rate` holding the pod count, the kubelet finishing deletes; RSS a pod
+    and the history's length every 10 s (sleeps pace the samples, not a test)."""
+    control(url, "kubelet", {"auto": True})
+    control(url, "churn", {"rate": rate, "steady": True})
+    start = time.perf_counter()
+    while (elapsed := time.perf_counter() - start) < seconds:
+        time.sleep(min(10.0, seconds - elapsed))
+        state = control(url, "state", None)
+        pods = state["counts"]["pods"]
+        print(f"{f'steady churn {rate:g}/s, {time.perf_counter() - start:.0f} s':<44} "
+              f"{cpu_seconds(pid):7.2f} s server CPU   {pods} pods, RSS "
+              f"{rss_mb(pid):.0f} MB, {per_pod(pid, pods)}, "
+              f"history {state.get('history', {}).get('pods', '?')} pod events", flush=True)
+    control(url, "churn", {"rate": 0})
+
+
 def control(url, action, body):
     conn = conn_for(url)
-    conn.request("POST", f"/simcluster/v1/{action}", body=orjson.dumps(body))
+    conn.request("GET" if body is None else "POST", f"/simcluster/v1/{action}",
+                 body=None if body is None else orjson.dumps(body))
     reply = orjson.loads(conn.getresponse().read())
     conn.close()
     return reply
@@ -118,6 +145,11 @@ def main():
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--zones", type=int, default=5)
     parser.add_argument("--churn", type=float, default=20000)
+    parser.add_argument("--steady", type=float, default=0.0,
+                        help="seconds of churn at --steady-churn, RSS printed every 10 s")
+    parser.add_argument("--steady-churn", type=float, default=200.0)
+    parser.add_argument("--compaction", type=float, default=300.0,
+                        help="the server's --compaction-interval")
     args = parser.parse_args()
 
     from simcluster.generate import generate_cluster
@@ -127,12 +159,14 @@ def main():
     started = time.perf_counter()
     server = subprocess.Popen(
         [sys.executable, "-m", "simcluster", "serve", "--nodes", str(args.nodes), "--pods",
-         str(args.pods), "--zones", str(args.zones), "--no-kubelet"],
+         str(args.pods), "--zones", str(args.zones), "--no-kubelet",
+         "--compaction-interval", str(args.compaction)],
         stdout=subprocess.PIPE, text=True)
     url = server.stdout.readline().strip()
     print(f"{'server up (generate + serialize + serve)':<44} "
           f"{time.perf_counter() - started:7.2f} s wall {cpu_seconds(server.pid):7.2f} s server "
-          f"CPU   {url}, RSS {rss_mb(server.pid):.0f} MB", flush=True)
+          f"CPU   {url}, RSS {rss_mb(server.pid):.0f} MB, "
+          f"{per_pod(server.pid, args.pods)}", flush=True)
     pid = server.pid
 
     def listing():
@@ -162,6 +196,8 @@ def main():
         phase("WATCH replay of those events from history", pid,
               watching(f"/api/v1/pods?watch=true&resourceVersion={rv}&timeoutSeconds=60",
                        watching.count, 60))
+        if args.steady:
+            steady(url, pid, args.steady, args.steady_churn)
     finally:
         server.terminate()
         server.wait()

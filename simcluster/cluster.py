@@ -21,7 +21,7 @@ from simcluster.churn import Churn
 from simcluster.compaction import COMPACTION_INTERVAL, Compactor
 from simcluster.episodes import Weather
 from simcluster.faults import Faults
-from simcluster.generate import Cluster, PodSource, generate_cluster
+from simcluster.generate import Cluster, PodSource, generate_pods
 from simcluster.kubeconfig import write_kubeconfig
 from simcluster.kubelet import Kubelet
 from simcluster.pools import WarmPools
@@ -63,14 +63,16 @@ class SimCluster:
         self.api = Api(self.store, seed=seed)
         if replay is not None:
             cluster = Cluster()   # the recording's listing is the cluster
-        generated = cluster or generate_cluster(nodes, pods, zones, seed, pending_fraction,
-                                                namespaces=namespaces)
-        self.store.load("nodes", generated.nodes)
-        self.store.load("pods", generated.pods)
-        for ns in sorted({*SYSTEM_NAMESPACES, *(p["metadata"]["namespace"]
-                                                for p in generated.pods)}):
+        if cluster is None:   # each pod stored as made: 150,000 never exist as dicts at once
+            cluster = Cluster()
+            self.store.load("pods", generate_pods(cluster, nodes, pods, zones, seed,
+                                                  pending_fraction, namespaces=namespaces))
+        else:
+            self.store.load("pods", cluster.pods)
+        self.store.load("nodes", cluster.nodes)
+        for ns in sorted({*SYSTEM_NAMESPACES, *(key.split("/", 1)[0]
+                                                for key in self.store.resources["pods"].keys)}):
             self.api.ensure_namespace(ns)
-        del generated
         self.faults = Faults(seed=seed)
         self.faults.update(**(faults or {}))
         self.store.lose_event = self.faults.lose_event
@@ -172,8 +174,10 @@ class SimCluster:
     def state(self) -> dict:
         with self.store.lock:
             counts = {name: len(r.entries) for name, r in self.store.resources.items()}
+            history = {name: len(r.events) for name, r in self.store.resources.items()}
             rv = self.store.rv
         return {"url": self.url, "resourceVersion": str(rv), "counts": counts,
+                "history": history,
                 "watches": self.watchers.count(), "watches_opened": self.watchers.opened,
                 "churn": self.churn.knobs(),
                 "faults": self.faults.knobs(), "kubelet": self.kubelet.knobs(),

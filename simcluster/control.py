@@ -1,7 +1,8 @@
 """The control endpoints under /simcluster/v1/, so tests in other processes can flip knobs.
 
-    GET  /simcluster/v1/state          counts, resourceVersion, open watches, all knobs, and
-                                       the replay's position (replay.py) when one plays
+    GET  /simcluster/v1/state          counts, events in each history, resourceVersion, open
+                                       watches, all knobs, and the replay's position
+                                       (replay.py) when one plays
     POST /simcluster/v1/churn          {"rate": 50, "scheduler": true, "weights": {...}}
     POST /simcluster/v1/faults         {"bind_failure_rate": 0.2, "bind_failure_code": 409,
                                         "bind_delay": 0.5, "binding_refusal_rate": 0.1,

@@ -755,13 +755,19 @@ def generate_cluster(nodes: int = 100, pods: int = 3000, zones: int = 3, seed: i
     (and any that find no room) are unbound and Pending. Nodes get the first
     resourceVersions, then pods in list order.
     """
-    with gc_paused():
-        return _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces)
-
-
-def _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces) -> Cluster:
-    rng = random.Random(seed)
     cluster = Cluster()
+    with gc_paused():
+        cluster.pods = list(generate_pods(cluster, nodes, pods, zones, seed, pending_fraction,
+                                          region, namespaces))
+    return cluster
+
+
+def generate_pods(cluster: Cluster, nodes: int, pods: int, zones: int, seed: int,
+                  pending_fraction: float = 0.0, region: str = "region-1",
+                  namespaces: int = 40):
+    """generate_cluster's pods one at a time, `cluster.nodes` filled once the last is
+    made: a store that takes each as it comes never holds 150,000 pods as dicts."""
+    rng = random.Random(seed)
     zone_names = [f"zone-{chr(ord('a') + i)}" if i < 26 else f"zone-{i}" for i in range(zones)]
     pool = _image_pool(rng)
     by_ref = {img.ref: img for img in pool}
@@ -772,15 +778,16 @@ def _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces) ->
     start = BASE_TIME + timedelta(days=1)
     pending_target = round(pods * pending_fraction)
 
-    out = cluster.pods
+    daemon_pods = 0
     for w, gpu_only in _daemonsets(rng, pool, start):
         targets = [s for s in slots if s.pool == "gpu" or not gpu_only]
-        if len(out) + len(targets) > (pods - pending_target) * 0.3:
+        if daemon_pods + len(targets) > (pods - pending_target) * 0.3:
             continue
         used = set()
+        daemon_pods += len(targets)
         for s in targets:
-            out.append(stamper.stamp(w, _unique_name(rng, w.base_name, used),
-                                     stubs[s.index], s.take(w)))
+            yield stamper.stamp(w, _unique_name(rng, w.base_name, used), stubs[s.index],
+                                s.take(w))
 
     library = _ShapeLibrary(rng, pool)
     shapes = [library.draw(statefulset=i % 10 == 0,
@@ -792,7 +799,7 @@ def _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces) ->
     for s in slots:
         candidates.setdefault((s.pool, None), []).append(s)
         candidates.setdefault((s.pool, s.zone), []).append(s)
-    remaining = pods - len(out)
+    remaining = pods - daemon_pods
     pending = set(rng.sample(range(remaining), min(pending_target, remaining)))
     general = candidates.get(("general", None), slots)
     created = start
@@ -818,15 +825,14 @@ def _generate(nodes, pods, zones, seed, pending_fraction, region, namespaces) ->
                     else _unique_name(rng, w.base_name, used_names))
             k += 1
             if slot is None:  # meant to be pending, or no room at all: waits for a scheduler
-                out.append(stamper.stamp(w, name, None))
+                yield stamper.stamp(w, name, None)
                 continue
             misses = 0
             used_nodes.add(slot.index)
-            out.append(stamper.stamp(w, name, stubs[slot.index], slot.take(w)))
+            yield stamper.stamp(w, name, stubs[slot.index], slot.take(w))
 
     cluster.nodes = [_finish_node(rng, s, region, rv, pool, by_ref)
                      for s, rv in zip(slots, node_rvs)]
-    return cluster
 
 
 def _pick(rng, candidates, w, used_nodes, tries):

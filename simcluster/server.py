@@ -429,25 +429,30 @@ class Handler(BaseHTTPRequestHandler):
             meta["continue"] = encode_continue(list_rv, "/" + keys[last][len(prefix):] + "\0")
             if unfiltered:
                 meta["remainingItemCount"] = total - limit
-        self._send_list(resource, meta, [entries[i].raw for i in selected])
+        self._send_list(resource, meta, [entries[i] for i in selected])
 
-    def _send_list(self, resource, meta: dict, raws: list):
+    def _send_list(self, resource, meta: dict, entries: list):
+        """Each entry's bytes unpacked as they go out: a list never holds them all. Inline
+        while the whole fits in _INLINE_LIMIT, else chunks of about _LIST_CHUNK."""
         head = (b'{"kind":"%s","apiVersion":"v1","metadata":%s,"items":['
                 % (_LIST_KINDS[resource], orjson.dumps(meta)))
-        if len(head) + sum(map(len, raws)) + len(raws) + 3 <= _INLINE_LIMIT:
-            self.send_body(200, head + b",".join(raws) + b"]}\n")
-            return
-        self.start_chunked()
-        pieces, size = [head], len(head)
-        for i, raw in enumerate(raws):
+        pieces, size, chunked = [head], len(head), False
+        for i, entry in enumerate(entries):
+            raw = entry.raw
             if i:
                 pieces.append(b",")
             pieces.append(raw)
             size += len(raw) + 1
-            if size >= _LIST_CHUNK:
+            if not chunked and size + 3 > _INLINE_LIMIT:
+                self.start_chunked()
+                chunked = True
+            if chunked and size >= _LIST_CHUNK:
                 self.send_chunks([b"".join(pieces)])
                 pieces, size = [], 0
         pieces.append(b"]}\n")
+        if not chunked:
+            self.send_body(200, b"".join(pieces))
+            return
         self.send_chunks([b"".join(pieces)])
         self.end_chunked()
 
@@ -490,4 +495,4 @@ class Handler(BaseHTTPRequestHandler):
                     if e.code != 404:
                         raise
         self._send_list(resource, {"resourceVersion": str(list_rv)},
-                        [entries[i].raw for i in chosen])
+                        [entries[i] for i in chosen])

@@ -1,36 +1,35 @@
 """The versioned object store: etcd plus the apiserver's watch cache, in one lock.
 
-Every object is kept as its serialized list-item JSON (no kind/apiVersion) so
-lists and watch events are written without re-serializing; a small index
-(labels, selectable fields) serves selectors. One global resourceVersion counter
-orders all writes. Each resource keeps its history of events until a compaction
-drops it (by time, as kube-apiserver compacts etcd: see compaction.py); an event
-remembers the state it replaced, so a LIST at an older resourceVersion (continue
-tokens, resourceVersionMatch=Exact) is the current state with newer events undone.
-History a compaction dropped answers 410.
+Every object is kept as its serialized list-item JSON (no kind/apiVersion),
+compressed (packing.py), so lists and watch events are written without
+re-serializing; a small index (labels, selectable fields) serves selectors, a change
+sharing what of it did not change with the state it replaced. One global
+resourceVersion counter orders all writes. Each resource keeps its history of events
+until a compaction drops it (by time, as kube-apiserver compacts etcd: see
+compaction.py); an event remembers the state it replaced, so a LIST at an older
+resourceVersion (continue tokens, resourceVersionMatch=Exact) is the current state
+with newer events undone. History a compaction dropped answers 410.
 """
 
 import heapq
 import threading
 from bisect import bisect_left, insort
 
-import orjson
-
 from simcluster.gcpause import gc_paused
-
-
-def packed(obj: dict) -> bytes:
-    """`obj` serialized, in a bytes object of its own size: orjson hands back its growing
-    buffer, about twice the text (11.8 kB for a 5.9 kB pod), for as long as it is kept."""
-    return bytes(memoryview(orjson.dumps(obj)))
+from simcluster.packing import pack, unpack
 
 
 class Entry:
-    """One stored object: its item bytes and what selectors look at."""
-    __slots__ = ("raw", "rv", "labels", "fields")
+    """One stored object: its item bytes, compressed, and what selectors look at."""
+    __slots__ = ("packed", "rv", "labels", "fields")
 
-    def __init__(self, raw: bytes, rv: int, labels: dict, fields: dict):
-        self.raw, self.rv, self.labels, self.fields = raw, rv, labels, fields
+    def __init__(self, packed: bytes, rv: int, labels: dict, fields: dict):
+        self.packed, self.rv, self.labels, self.fields = packed, rv, labels, fields
+
+    @property
+    def raw(self) -> bytes:
+        """The item's JSON."""
+        return unpack(self.packed)
 
 
 class Event:
@@ -106,7 +105,7 @@ class Store:
                 item = _item(obj)
                 rv = int(item["metadata"]["resourceVersion"])
                 key = key_of(item, res.namespaced)
-                res.entries[key] = Entry(packed(item), rv, item["metadata"].get("labels") or {},
+                res.entries[key] = Entry(pack(item), rv, item["metadata"].get("labels") or {},
                                          res.index(item))
                 self.rv = max(self.rv, rv)
             res.keys = sorted(res.entries)
@@ -127,11 +126,16 @@ class Store:
         item = _item(obj)
         item["metadata"]["resourceVersion"] = str(rv)
         key = key_of(item, res.namespaced)
-        entry = Entry(packed(item), rv, item["metadata"].get("labels") or {},
-                      res.index(item))
+        labels, fields = item["metadata"].get("labels") or {}, res.index(item)
         prev = res.entries.get(key)
+        if prev is not None:  # most changes leave labels or fields as they were
+            labels = prev.labels if labels == prev.labels else labels
+            fields = prev.fields if fields == prev.fields else fields
+        entry = Entry(pack(item), rv, labels, fields)
         if prev is None:
             insort(res.keys, key)
+        else:  # the stored key for the event: a copy in every event of history adds up
+            key = res.keys[bisect_left(res.keys, key)]
         res.entries[key] = entry
         self._record(res, "ADDED" if prev is None else "MODIFIED", key, entry, prev)
         return entry
@@ -144,8 +148,8 @@ class Store:
         item["metadata"]["resourceVersion"] = str(rv)
         key = key_of(item, res.namespaced)
         prev = res.entries.pop(key)
-        del res.keys[bisect_left(res.keys, key)]
-        entry = Entry(packed(item), rv, prev.labels, prev.fields)
+        key = res.keys.pop(bisect_left(res.keys, key))
+        entry = Entry(pack(item), rv, prev.labels, prev.fields)
         self._record(res, "DELETED", key, entry, prev)
         return entry
 

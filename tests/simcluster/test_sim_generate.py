@@ -8,7 +8,8 @@ import pytest
 
 from schedcache.quantity import milli_value as milli, parse_quantity
 from simcluster.defaults import new_node, new_pod
-from simcluster.generate import generate_cluster, make_node, make_pod
+from simcluster.generate import (Cluster, generate_cluster, generate_pods, make_node,
+                                 make_pod)
 
 from tests.simcluster.simhelpers import capture, capture_request_body
 
@@ -26,6 +27,20 @@ def test_same_seed_same_bytes_and_other_seed_differs():
     c = generate_cluster(nodes=10, pods=200, zones=2, seed=6)
     assert orjson.dumps([a.nodes, a.pods]) == orjson.dumps([b.nodes, b.pods])
     assert orjson.dumps(a.pods) != orjson.dumps(c.pods)
+
+
+def test_pods_made_one_at_a_time_are_the_cluster_and_the_nodes_come_last():
+    """SimCluster stores each pod as generate_pods makes it; the nodes, which sum their
+    pods' images, exist only once the last pod is made."""
+    whole = generate_cluster(nodes=10, pods=200, zones=2, seed=5, pending_fraction=0.1)
+    streamed = Cluster()
+    pods = generate_pods(streamed, 10, 200, 2, 5, 0.1)
+    first = next(pods)
+    assert streamed.nodes == []
+    rest = list(pods)
+    assert orjson.dumps([first, *rest]) == orjson.dumps(whole.pods)
+    assert orjson.dumps(streamed.nodes) == orjson.dumps(whole.nodes)
+    assert streamed.resource_version == whole.resource_version
 
 
 def test_counts_pending_share_and_zones(cluster):

@@ -300,6 +300,11 @@ def test_control_endpoints(sim, raw):
     resp, body = raw.call("GET", "/simcluster/v1/state")
     state = orjson.loads(body)
     assert state["counts"]["pods"] == 150 and state["faults"]["bind_failure_rate"] == 0
+    assert state["history"]["pods"] == 0
+    sim.churn.update(weights={"create": 0, "delete": 0, "label": 1, "status": 0})
+    sim.churn.step()
+    _, body = raw.call("GET", "/simcluster/v1/state")
+    assert orjson.loads(body)["history"]["pods"] == 1   # the bench's measure of what is kept
     resp, body = raw.call("POST", "/simcluster/v1/faults", {"lose_event_rate": 0.5})
     assert orjson.loads(body)["lose_event_rate"] == 0.5 and sim.faults.lose_event_rate == 0.5
     resp, _ = raw.call("POST", "/simcluster/v1/faults", {"nonsense": 1})
