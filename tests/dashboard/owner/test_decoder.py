@@ -24,7 +24,7 @@ from dashboard.owner.decoder import (
     digest_pod,
 )
 from dashboard.owner.owner import CacheOwner
-from tests.dashboard.feedhelpers import WAIT, core_api_at, item_form, make_sim
+from tests.dashboard.feedhelpers import WAIT, RecordingApi, core_api_at, item_form, make_sim
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.slow
@@ -154,6 +154,26 @@ def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
     lists = decoder.list_for_comparison(WAIT)
     from schedcache.comparer import compare
     assert compare(owner.cache, lists.nodes, lists.pods).missed_pods == [meta["uid"]]
+
+
+def test_the_comparers_lists_are_read_a_page_at_a_time(sim, monkeypatch):
+    """A page is parsed whole before it is cut down, so the comparer's pages are small
+    (pages of 5,000 pods left the decoder 300 MB larger after each comparison)."""
+    from dashboard.owner import decoder as decoder_module
+    monkeypatch.setattr(decoder_module, "COMPARISON_PAGE", 4)
+    apis, taken = [], []
+
+    def api_factory():
+        apis.append(RecordingApi(sim.api_client()))
+        return apis[-1]
+
+    decoder_module._list_for_comparison(api_factory, taken.append)
+    (lists,) = taken
+    assert not lists.error
+    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    pages = [call for api in apis for call in api.calls]
+    assert len(pages) >= (len(lists.pods) + len(lists.nodes)) // 4
+    assert {call["limit"] for call in pages} == {4}
 
 
 def test_a_comparison_the_cluster_cannot_answer_fails_with_its_reason(sim, decoded):
