@@ -10,7 +10,7 @@ and the process's memory (RSS after the first sync and after the periods, and it
 the view's share grows with the pods, issue 26).
 
     .venv/bin/python bench/standin_bench.py [--nodes 100] [--pods 2000] [--churn 20]
-                                            [--periods 30]
+                                            [--periods 30] [--limit 20]
 """
 import argparse
 import os
@@ -59,6 +59,8 @@ def main():
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--churn", type=float, default=20.0)
     parser.add_argument("--periods", type=int, default=30)
+    parser.add_argument("--limit", type=int, default=20,
+                        help="pods attempted a period (manage.py standin's --limit)")
     args = parser.parse_args()
     with served_cluster(args.nodes, args.pods, "--churn", str(args.churn)) as (url, kubeconfig):
         api = core_api(kubeconfig)
@@ -70,30 +72,34 @@ def main():
             scheduler.period(first_sync=60)
             first = time.process_time() - began
             synced_rss = psutil.Process().memory_info().rss
+            synced_pending = len(scheduler.view.pending)
             threads, outcomes = [], dict.fromkeys(standin.OUTCOMES, 0)
             began = time.process_time()
             for _ in range(args.periods):
                 started = time.monotonic()
                 thread_began = time.thread_time()
-                for name, count in scheduler.period().items():
+                for name, count in scheduler.period(args.limit).items():
                     outcomes[name] += count
                 threads.append(time.thread_time() - thread_began)
                 time.sleep(max(0.0, 1.0 - (time.monotonic() - started)))
             whole = (time.process_time() - began) / args.periods
             steady_rss = psutil.Process().memory_info().rss
+            steady_pending = len(scheduler.view.pending)
             peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 2**10
             alternative = listed_each_period(api)
         finally:
             scheduler.close()
             extender.close()
     print(f"stand-in: {args.nodes} nodes, {args.pods} pods, churn {args.churn:g}/s, "
-          f"{args.periods} periods of 1 s")
+          f"{args.periods} periods of 1 s, up to {args.limit} pods each")
     line("first sync (lists into the view), CPU", f"{first:.2f} s")
     line("a period, its thread's CPU p50 / max",
          f"{percentile(threads, 0.5) * 1000:.1f} / {max(threads) * 1000:.1f} ms")
     line("a period, the whole process's CPU (watches, fake extender)", f"{whole * 1000:.0f} ms")
     line("listing every pod into a fresh cache instead, CPU", f"{alternative * 1000:.0f} ms")
     line("outcomes", outcomes)
+    line("pending pods in the view after the first sync / after the periods",
+         f"{synced_pending:,} / {steady_pending:,}")
     line("RSS after the first sync / after the periods / peak (the cluster apart)",
          f"{synced_rss / 2**20:.0f} / {steady_rss / 2**20:.0f} / "
          f"{peak_rss / 2**20:.0f} MiB")
