@@ -100,6 +100,7 @@ class BoundPod(NamedTuple):
     info: PodInfo
     facts: VictimFacts
     finished: bool
+    version: str         # metadata.resourceVersion
 
 
 class PendingPod(NamedTuple):
@@ -116,8 +117,12 @@ class PendingPod(NamedTuple):
         return orjson.loads(zlib.decompress(self.frozen))
 
 
+def _version(pod) -> str:
+    return pod["metadata"].get("resourceVersion") or ""
+
+
 def pending_pod(pod) -> PendingPod:
-    return PendingPod(_uid(pod), queue_key(pod), pod["metadata"].get("resourceVersion") or "",
+    return PendingPod(_uid(pod), queue_key(pod), _version(pod),
                       (pod.get("spec") or {}).get("schedulerName", SCHEDULER_NAME),
                       victim_facts(pod), _finished(pod), zlib.compress(orjson.dumps(pod), 1))
 
@@ -129,7 +134,7 @@ def kept(pod):
     try:
         if not _node_of(pod):
             return pending_pod(pod)
-        return BoundPod(make_pod_info(pod), victim_facts(pod), _finished(pod))
+        return BoundPod(make_pod_info(pod), victim_facts(pod), _finished(pod), _version(pod))
     except (CacheError, KeyError, TypeError, AttributeError, orjson.JSONEncodeError):
         return pod
 
@@ -143,7 +148,7 @@ def _key(kept_pod) -> str:
 
 class ClusterView:
     """The cluster as the stand-in's scheduler sees it; see the module doc. Only the thread
-    calling sync() touches the cache, pods and nodes."""
+    calling sync() changes the cache, pods and nodes (the pods reflector reads `pods`)."""
 
     def __init__(self, api, clock=time.monotonic, **reflector_options):
         self.cache = Cache(ttl=0)     # assumed pods wait for the watch, as kube-scheduler's
@@ -156,7 +161,7 @@ class ClusterView:
         self._inbox = deque()         # reflector items, appended from their threads
         self._listed = {kind: threading.Event() for kind in ("nodes", "pods")}
         self._synced = set()
-        digests = {"pods": kept, CLAIMS: claim_key}
+        digests = {"pods": self._kept, CLAIMS: claim_key}
         options = {"page_size": PAGE_SIZE, **reflector_options}
         self._reflectors = {kind: Reflector(api, kind, self._receive, digest=digests.get(kind),
                                             **options)
@@ -172,6 +177,15 @@ class ClusterView:
     def stop(self) -> None:
         for reflector in self._reflectors.values():
             reflector.stop()
+
+    def _kept(self, pod):
+        """kept(), in the pods reflector's thread, but what the view holds of the pod when
+        the pod is unchanged (its resourceVersion), as most are in a relist: a relist then
+        makes digests for the changed pods only, instead of a second set of every pod."""
+        held = self.pods.get(pod["metadata"]["uid"])     # one dict read: safe across threads
+        if held is not None and not isinstance(held, dict) and held.version == _version(pod):
+            return held
+        return kept(pod)
 
     def _receive(self, item) -> None:
         self._inbox.append(item)

@@ -114,3 +114,31 @@ def test_the_view_queues_pending_pods_frozen_and_never_a_pod_it_cannot_order():
 def test_the_view_lists_in_client_go_s_pages_unless_told_otherwise():
     assert {r.page_size for r in ClusterView(api())._reflectors.values()} == {PAGE_SIZE}
     assert {r.page_size for r in ClusterView(api(), page_size=7)._reflectors.values()} == {7}
+
+
+BOUND = pod("bound", node_name="n1", resource_version="5")
+# pod listed again -> whether the view's digest is what it already holds of it
+RELISTED = {
+    "bound, unchanged": (BOUND, True),
+    "bound, a new version": (with_(BOUND, meta={"resourceVersion": "6"}), False),
+    "pending, unchanged": (WAITING, True),
+    "pending, a new version": (with_(WAITING, meta={"resourceVersion": "43"}), False),
+    "not held": (pod("new"), False),
+}
+
+
+@pytest.mark.parametrize("listed, same", RELISTED.values(), ids=RELISTED)
+def test_a_relist_digests_only_the_pods_that_changed(listed, same):
+    view = synced(WAITING, BOUND)
+    free = view.algorithm.records.by_name["n1"].free_cpu
+    held = view.pods.get(listed["metadata"]["uid"])
+    digest = view._kept(listed)
+    assert (digest is held) == same
+    assert (type(digest), digest.version) == (type(kept(listed)),
+                                              listed["metadata"]["resourceVersion"])
+    view._receive(Relisted("pods", [view._kept(p) for p in (WAITING, BOUND)
+                                    if p["metadata"]["uid"] != listed["metadata"]["uid"]]
+                           + [digest], "2"))
+    assert view.sync()
+    assert view.algorithm.records.by_name["n1"].free_cpu == free     # the bound pod, once
+    assert view.pods[listed["metadata"]["uid"]] is digest
