@@ -25,7 +25,7 @@ ports, labels...) and the few facts its preemption reads (`BoundPod`), made by t
 reflector's digest as each list page or event is read: no page of whole pods is held, and
 the stand-in stays small however many pods run (issue 26). A pod without a node is kept as
 what a period picks pods by (its queue order, version, scheduler, the facts preemption
-reads) and the pod itself as compressed JSON (`PendingPod`, about 1.5 kB where the parsed
+reads) and the pod itself as compressed JSON (`PendingPod`, about 2 kB where the parsed
 pod costs 17 kB): under churn pending pods pile up by the thousand, and a period thaws
 only the few it attempts, the very pod the API server sent. The lists come in pages of
 PAGE_SIZE, as client-go's pager asks for them: pymalloc cannot hand back an arena that
