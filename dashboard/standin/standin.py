@@ -83,12 +83,11 @@ from scheduling.diagnosis import (
 from scheduling.podview import PodView
 
 from .standin_queue import SchedulingQueue
-from .standin_view import ClusterView
+from .standin_view import SCHEDULER_NAME, ClusterView
 from dashboard.wire.extender import PREFIX, parse_address
 
 log = logging.getLogger(__name__)
 
-SCHEDULER_NAME = "default-scheduler"
 KUBE_TIMEOUT = 10.0      # seconds for one Kubernetes API request
 FIRST_SYNC = 10.0        # seconds a new worker waits for its first lists
 OUTCOMES = ("bind", "wait", "preempt", "error", "victims")
@@ -258,10 +257,11 @@ class StandIn:
         view = self.view
         self.diagnoser.claims = view.claims if view.claims.known else None
         pending = [p for p in view.pending.values()
-                   if (p.get("spec") or {}).get("schedulerName", SCHEDULER_NAME) == SCHEDULER_NAME
-                   and not _meta(p).get("deletionTimestamp") and not view.is_assumed(p)]
+                   if p.scheduler == SCHEDULER_NAME and not p.facts.deleting
+                   and not view.is_assumed(p.uid)]
         errors, answered = [], []
-        for pod in self.queue.due(pending, view.changes, now)[:limit]:
+        for due in self.queue.due(pending, view.changes, now)[:limit]:
+            pod = due.thaw()
             try:
                 self._attempt(pod, now)
             except Outcome as outcome:

@@ -20,11 +20,11 @@ What the captures show (../shared/k8s-wire/extender/README.md, "Retry timing"), 
   own-filter rejections wake on any pod deletion or node change;
 - the rest go highest priority first, then oldest (kube-scheduler's PrioritySort).
 
-Time is passed in (seconds); the state lives as long as the worker process.
+Pending pods come as the stand-in's view keeps them (`standin_view.PendingPod`: uid,
+resourceVersion and queue order, the pod itself frozen); a pod attempted, whole. Time is
+passed in (seconds); the state lives as long as the worker process.
 """
 from dataclasses import dataclass
-
-from scheduling.queue_sort import queue_key
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -55,23 +55,25 @@ class SchedulingQueue:
         self._waiting = {}    # uid -> _Waiting, for pods that failed an attempt
 
     def due(self, pending, changes: int, now: float) -> list:
-        """The pending pods to attempt now, in kube-scheduler's order. `changes`: the
-        cluster's change count (ClusterView.changes). Pods no longer pending are forgotten."""
+        """The pending pods (PendingPods) to attempt now, in kube-scheduler's order.
+        `changes`: the cluster's change count (ClusterView.changes). Pods no longer pending
+        are forgotten."""
         waiting = self._waiting
         pending = list(pending)
-        uids = {p["metadata"]["uid"] for p in pending}
+        uids = {p.uid for p in pending}
         for uid in [u for u in waiting if u not in uids]:
             del waiting[uid]
-        return sorted((p for p in pending if self._ready(p, changes, now)), key=queue_key)
+        return sorted((p for p in pending if self._ready(p, changes, now)),
+                      key=lambda p: p.order)
 
-    def _ready(self, pod, changes, now) -> bool:
-        entry = self._waiting.get(pod["metadata"]["uid"])
+    def _ready(self, pending, changes, now) -> bool:
+        entry = self._waiting.get(pending.uid)
         if entry is None:
             return True
         if entry.parked_at is None:
             return now >= entry.failed_at + backoff(entry.attempts)
         return (changes > entry.changes or now - entry.parked_at >= UNSCHEDULABLE_FLUSH
-                or (entry.any_change and _version(pod) != entry.version))
+                or (entry.any_change and pending.version != entry.version))
 
     def failed(self, pod, now: float) -> float:
         """An error: the pod backs off; returns the seconds it waits."""

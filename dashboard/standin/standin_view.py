@@ -23,21 +23,31 @@ watch confirms them), pods without a node in `pending`. Of a pod with a node the
 only what kube-scheduler's filters count on its node (the cache's digest: requests, host
 ports, labels...) and the few facts its preemption reads (`BoundPod`), made by the pods
 reflector's digest as each list page or event is read: no page of whole pods is held, and
-the stand-in stays small however many pods run (issue 26). Pending pods are kept whole:
-they are scheduled from their spec and status. `changes` counts the cluster
-events that may let an unschedulable pod fit (kube-scheduler requeues on them): an
-assigned pod deleted or finished, a node added or changed, a claim come or gone.
+the stand-in stays small however many pods run (issue 26). A pod without a node is kept as
+what a period picks pods by (its queue order, version, scheduler, the facts preemption
+reads) and the pod itself as compressed JSON (`PendingPod`, about 2 kB where the parsed
+pod costs 17 kB): under churn pending pods pile up by the thousand, and a period thaws
+only the few it attempts, the very pod the API server sent. The lists come in pages of
+PAGE_SIZE, as client-go's pager asks for them: pymalloc cannot hand back an arena that
+still holds one kept digest, so the larger a page of parsed pods, the more of its memory
+stays (5,000 a page left 160 MB free inside the process at 15,000 pods). `changes` counts
+the cluster events that may let an unschedulable pod fit (kube-scheduler requeues on
+them): an assigned pod deleted or finished, a node added or changed, a claim come or gone.
 """
 import logging
 import threading
 import time
+import zlib
 from collections import deque
 from typing import NamedTuple
+
+import orjson
 
 from schedcache import Cache, CacheError
 from schedcache.events import ADDED, ASSUMED
 from schedcache.podinfo import PodInfo, make_pod_info
 from scheduling import DefaultAlgorithm
+from scheduling.queue_sort import queue_key
 
 from dashboard.kube.claims import ClaimNames, claim_key
 from dashboard.kube.reflector import CLAIMS, Reflector, Relisted
@@ -46,6 +56,8 @@ log = logging.getLogger(__name__)
 
 FINISHED = ("Succeeded", "Failed")
 RELIST_PERIOD = 120.0
+PAGE_SIZE = 500          # client-go's pager's default
+SCHEDULER_NAME = "default-scheduler"    # a pod's schedulerName when it names none
 
 
 def _uid(pod) -> str:
@@ -88,37 +100,71 @@ class BoundPod(NamedTuple):
     info: PodInfo
     facts: VictimFacts
     finished: bool
+    version: str         # metadata.resourceVersion
+
+
+class PendingPod(NamedTuple):
+    """A pod without a node as the view keeps it (see the module doc)."""
+    uid: str
+    order: tuple         # scheduling.queue_sort.queue_key()
+    version: str         # metadata.resourceVersion
+    scheduler: str       # spec.schedulerName
+    facts: VictimFacts   # an assumed pod is a victim before the watch shows it bound
+    finished: bool
+    frozen: bytes        # the pod, orjson then zlib
+
+    def thaw(self) -> dict:
+        return orjson.loads(zlib.decompress(self.frozen))
+
+
+def _version(pod) -> str:
+    return pod["metadata"].get("resourceVersion") or ""
+
+
+def pending_pod(pod) -> PendingPod:
+    return PendingPod(_uid(pod), queue_key(pod), _version(pod),
+                      (pod.get("spec") or {}).get("schedulerName", SCHEDULER_NAME),
+                      victim_facts(pod), _finished(pod), zlib.compress(orjson.dumps(pod), 1))
 
 
 def kept(pod):
-    """The pods reflector's digest: a pod with a node as a BoundPod, any other pod whole. A
-    pod the cache cannot digest is kept whole too, so that applying it fails as before."""
-    if not _node_of(pod):
-        return pod
+    """The pods reflector's digest: a pod with a node as a BoundPod, one without as a
+    PendingPod. A pod either cannot be made of is kept whole: applying a bound one fails as
+    before, and one without a node is never attempted (no order to queue it in)."""
     try:
-        return BoundPod(make_pod_info(pod), victim_facts(pod), _finished(pod))
-    except (CacheError, KeyError, TypeError, AttributeError):
+        if not _node_of(pod):
+            return pending_pod(pod)
+        return BoundPod(make_pod_info(pod), victim_facts(pod), _finished(pod), _version(pod))
+    except (CacheError, KeyError, TypeError, AttributeError, orjson.JSONEncodeError):
         return pod
+
+
+def _key(kept_pod) -> str:
+    """A pod's uid, whichever way the view keeps it."""
+    if isinstance(kept_pod, BoundPod):
+        return kept_pod.info.key
+    return kept_pod.uid if isinstance(kept_pod, PendingPod) else _uid(kept_pod)
 
 
 class ClusterView:
     """The cluster as the stand-in's scheduler sees it; see the module doc. Only the thread
-    calling sync() touches the cache, pods and nodes."""
+    calling sync() changes the cache, pods and nodes (the pods reflector reads `pods`)."""
 
     def __init__(self, api, clock=time.monotonic, **reflector_options):
         self.cache = Cache(ttl=0)     # assumed pods wait for the watch, as kube-scheduler's
         self.algorithm = DefaultAlgorithm(self.cache)
-        self.pods = {}                # uid -> every pod as last seen: a BoundPod, or whole
-        self.pending = {}             # uid -> pods without a node, not finished
+        self.pods = {}                # uid -> every pod as last seen: Bound-, PendingPod, whole
+        self.pending = {}             # uid -> PendingPods, not finished
         self.nodes = {}               # name -> node
         self.claims = ClaimNames()    # the claims there are: (namespace, name)
         self.changes = 0
         self._inbox = deque()         # reflector items, appended from their threads
         self._listed = {kind: threading.Event() for kind in ("nodes", "pods")}
         self._synced = set()
-        digests = {"pods": kept, CLAIMS: claim_key}
+        digests = {"pods": self._kept, CLAIMS: claim_key}
+        options = {"page_size": PAGE_SIZE, **reflector_options}
         self._reflectors = {kind: Reflector(api, kind, self._receive, digest=digests.get(kind),
-                                            **reflector_options)
+                                            **options)
                             for kind in ("nodes", "pods", CLAIMS)}
         self._clock = clock
         self._relisted_at = clock()
@@ -131,6 +177,15 @@ class ClusterView:
     def stop(self) -> None:
         for reflector in self._reflectors.values():
             reflector.stop()
+
+    def _kept(self, pod):
+        """kept(), in the pods reflector's thread, but what the view holds of the pod when
+        the pod is unchanged (its resourceVersion), as most are in a relist: a relist then
+        makes digests for the changed pods only, instead of a second set of every pod."""
+        held = self.pods.get(pod["metadata"]["uid"])     # one dict read: safe across threads
+        if held is not None and not isinstance(held, dict) and held.version == _version(pod):
+            return held
+        return kept(pod)
 
     def _receive(self, item) -> None:
         self._inbox.append(item)
@@ -199,21 +254,24 @@ class ClusterView:
         pod = self.pods.get(uid)
         if pod is None:
             return None
-        return pod.facts if isinstance(pod, BoundPod) else victim_facts(pod)
+        return victim_facts(pod) if isinstance(pod, dict) else pod.facts
 
     def _put_pod(self, pod) -> None:
         if isinstance(pod, BoundPod):
             self._put_bound(pod)
             return
+        if isinstance(pod, PendingPod):
+            self.pods[pod.uid] = pod
+            if pod.finished:
+                self.pending.pop(pod.uid, None)
+            else:
+                self.pending[pod.uid] = pod
+            return
         uid = _uid(pod)
         self.pods[uid] = pod
-        if not _node_of(pod):
-            if _finished(pod):
-                self.pending.pop(uid, None)
-            else:
-                self.pending[uid] = pod
-            return
         self.pending.pop(uid, None)
+        if not _node_of(pod):
+            return
         state = self.cache.pod_state(pod)
         if _finished(pod):
             if state is not None:
@@ -243,6 +301,8 @@ class ClusterView:
     def _remove_pod(self, pod) -> None:
         if isinstance(pod, BoundPod):
             uid, node = pod.info.key, pod.info.node_name
+        elif isinstance(pod, PendingPod):
+            uid, node = pod.uid, ""
         else:
             uid, node = _uid(pod), _node_of(pod)
         self.pods.pop(uid, None)
@@ -265,8 +325,7 @@ class ClusterView:
             for node in listed.values():
                 self._node_event("MODIFIED", node)
         else:
-            listed = {p.info.key if isinstance(p, BoundPod) else _uid(p): p
-                      for p in relisted.items}
+            listed = {_key(p): p for p in relisted.items}
             for uid in [u for u in self.pods if u not in listed]:
                 self._remove_pod(self.pods[uid])
             for pod in listed.values():
@@ -289,5 +348,5 @@ class ClusterView:
             self.cache.forget_pod(assumed)
             self.algorithm.refresh()
 
-    def is_assumed(self, pod) -> bool:
-        return self.cache.pod_state(pod) == ASSUMED
+    def is_assumed(self, uid) -> bool:
+        return self.cache.pod_state(_ref(uid)) == ASSUMED

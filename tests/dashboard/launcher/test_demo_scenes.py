@@ -13,7 +13,7 @@ from simcluster import SimCluster
 from simcluster.generate import GPU, Cluster, make_node, make_pod
 
 from dashboard.launcher import demo_scenes
-from dashboard.standin.standin_view import BoundPod
+from dashboard.standin.standin_view import BoundPod, PendingPod
 from dashboard.wire.extender import WAITING
 from tests.dashboard.owner.extender.extender_builders import World
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
@@ -112,7 +112,7 @@ def test_without_the_ignored_resource_kube_scheduler_refuses_the_fpga_job_itself
     is never asked and holds no status for the pod (02 rej-2)."""
     with running_stand_in(sim) as (v1, extender, scheduler):
         demo_scenes.stage(v1)
-        settle(scheduler.view, lambda: any(p["metadata"]["name"] == "demo-fpga-job"
+        settle(scheduler.view, lambda: any(p.thaw()["metadata"]["name"] == "demo-fpga-job"
                                            for p in scheduler.view.pending.values()),
                "the FPGA job")
         scheduler.period(now=1000.0)
@@ -158,8 +158,11 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
 
 
 def pod_name(pod):
-    """A pod of the stand-in's view: a bound one is kept as the cache's digest."""
-    return pod.info.name if isinstance(pod, BoundPod) else pod["metadata"]["name"]
+    """A pod of the stand-in's view: a bound one is kept as the cache's digest, a pending
+    one frozen."""
+    if isinstance(pod, BoundPod):
+        return pod.info.name
+    return (pod.thaw() if isinstance(pod, PendingPod) else pod)["metadata"]["name"]
 
 
 def test_a_cluster_without_gpus_gets_only_the_waiting_job():

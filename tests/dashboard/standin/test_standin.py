@@ -9,7 +9,8 @@ from simcluster import SimCluster
 from simcluster.generate import BASE_TIME, Cluster, make_node, make_pod
 
 from dashboard.standin import standin
-from dashboard.standin.standin_view import RELIST_PERIOD, BoundPod, ClusterView
+from dashboard.kube.client import read_json
+from dashboard.standin.standin_view import RELIST_PERIOD, BoundPod, ClusterView, PendingPod
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
 from tests.live.livestack import free_port
 from tests.scheduling import why_pending
@@ -285,7 +286,8 @@ def test_a_pod_the_extender_filters_out_is_unschedulable_and_tried_once_more(wor
         "Unschedulable", "0/2 nodes are available: 1 extender: busy, 1 extender: forbidden. "
         "no new claims to deallocate, preemption: 0/2 nodes are available: 1 No preemption "
         "victims found for incoming pod, 1 Preemption is not helpful for scheduling.")
-    settle(scheduler.view, lambda: scheduler.view.pending["uid-unlucky"]["status"].get("conditions"),
+    settle(scheduler.view,
+           lambda: scheduler.view.pending["uid-unlucky"].thaw()["status"].get("conditions"),
            "its status write")
     assert scheduler.period(now=NOW + 0.5)["wait"] == 1
     assert scheduler.period(now=NOW + 60) == dict.fromkeys(standin.OUTCOMES, 0)
@@ -377,7 +379,7 @@ def test_the_view_relists_so_a_lost_watch_event_hides_no_pod_for_good(world):
         sim.faults.update(lose_event_rate=0.0)
         v1.create_namespaced_pod(NS, pending("seen"))
         settle(view, lambda: len(view.pending) == 1, "the pod whose event was sent")
-        assert [p["metadata"]["name"] for p in view.pending.values()] == ["seen"]
+        assert [p.thaw()["metadata"]["name"] for p in view.pending.values()] == ["seen"]
         clock[0] = RELIST_PERIOD
         settle(view, lambda: len(view.pending) == 2, "the pod whose event was lost")
     finally:
@@ -488,9 +490,9 @@ def test_the_demos_gpu_job_is_worded_as_kube_scheduler_words_it(demo_world):
 
 @pytest.mark.parametrize("watch_list", [False, True], ids=["paged-list", "watch-list"])
 @pytest.mark.parametrize("world", [VIEW_CLUSTER], indirect=True, ids=["view"])
-def test_the_view_keeps_a_bound_pod_as_its_digest_and_a_pending_pod_whole(world, watch_list):
-    """Issue 26: the stand-in holds no whole pod that has a node (listed, or watched), yet
-    counts it on its node as before; a pending pod keeps its spec to be scheduled from."""
+def test_the_view_keeps_a_bound_pod_as_its_digest_and_a_pending_pod_frozen(world, watch_list):
+    """Issue 26: the stand-in holds no whole pod (listed, or watched), yet counts a bound
+    one on its node as before, and thaws a pending one as the API server sent it."""
     sim, v1, extender, scheduler = world
     view = ClusterView(v1, watch_timeout=30, watch_list=watch_list).start()
     try:
@@ -504,8 +506,9 @@ def test_the_view_keeps_a_bound_pod_as_its_digest_and_a_pending_pod_whole(world,
             assert view.victim_facts(uid).start_time == view.pods[uid].facts.start_time
         assert view.algorithm.records.by_name["a-1"].free_cpu == 0
         assert view.pods[waiting] is view.pending[waiting]
-        assert view.pending[waiting]["spec"]["containers"][0]["resources"]["requests"] == {
-            "cpu": "500m"}
+        assert isinstance(view.pending[waiting], PendingPod)
+        assert view.pending[waiting].thaw() == read_json(
+            v1.read_namespaced_pod("waiting", NS, _preload_content=False))
         v1.delete_namespaced_pod("watched", NS, grace_period_seconds=0)
         settle(view, lambda: watched not in view.pods, "the deletion")
         assert view.algorithm.records.by_name["a-1"].free_cpu == 1000

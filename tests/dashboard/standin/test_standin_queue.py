@@ -1,6 +1,7 @@
 """kube-scheduler's queue as the stand-in keeps it: which pending pods are due, and when a
 pod that failed comes back (../shared/k8s-wire/extender/README.md, "Retry timing")."""
 from dashboard.standin.standin_queue import SchedulingQueue, backoff
+from dashboard.standin.standin_view import pending_pod
 
 
 def pod(name, priority=0, created="2026-11-24T14:00:00Z", version="1"):
@@ -9,15 +10,17 @@ def pod(name, priority=0, created="2026-11-24T14:00:00Z", version="1"):
             "spec": {"priority": priority}}
 
 
-def names(pods):
-    return [p["metadata"]["name"] for p in pods]
+def due(queue, pods, changes, now):
+    """The names of the due pods, given whole and queued as the view keeps them."""
+    return [p.thaw()["metadata"]["name"]
+            for p in queue.due([pending_pod(p) for p in pods], changes, now)]
 
 
 def test_highest_priority_first_then_oldest():
     pods = [pod("old-low", 0, "2026-11-24T14:00:00Z"),
             pod("new-high", 10, "2026-11-24T14:00:09Z"),
             pod("old-high", 10, "2026-11-24T14:00:01Z")]
-    assert names(SchedulingQueue().due(pods, 0, 0.0)) == ["old-high", "new-high", "old-low"]
+    assert due(SchedulingQueue(), pods, 0, 0.0) == ["old-high", "new-high", "old-low"]
 
 
 def test_errors_back_off_one_two_four_eight_then_ten_seconds():
@@ -27,8 +30,8 @@ def test_errors_back_off_one_two_four_eight_then_ten_seconds():
     now = 0.0
     for wait in (1, 2, 4, 8, 10):
         assert queue.failed(failing, now) == wait
-        assert names(queue.due([failing, other], 0, now + wait - 0.01)) == ["other"]
-        assert names(queue.due([failing, other], 0, now + wait)) == ["failing", "other"]
+        assert due(queue, [failing, other], 0, now + wait - 0.01) == ["other"]
+        assert due(queue, [failing, other], 0, now + wait) == ["failing", "other"]
         now += wait
 
 
@@ -36,19 +39,19 @@ def test_an_unschedulable_pod_waits_for_a_cluster_change_or_the_flush():
     """04b: a pod deletion elsewhere brings the next attempt; 07: the 5-minute flush."""
     queue, waiting = SchedulingQueue(), pod("waiting")
     queue.unschedulable(waiting, 0.0, changes=5)
-    assert queue.due([waiting], 5, 60.0) == []
-    assert names(queue.due([waiting], 6, 60.0)) == ["waiting"]
-    assert names(queue.due([waiting], 5, 300.0)) == ["waiting"]
+    assert due(queue, [waiting], 5, 60.0) == []
+    assert due(queue, [waiting], 6, 60.0) == ["waiting"]
+    assert due(queue, [waiting], 5, 300.0) == ["waiting"]
     # Its own update (a status write) does not wake a pod its own filters refused...
-    assert queue.due([pod("waiting", version="2")], 5, 60.0) == []
+    assert due(queue, [pod("waiting", version="2")], 5, 60.0) == []
 
 
 def test_a_pod_the_extender_rejected_wakes_on_its_own_update_too():
     """02 rej-2: kube-scheduler's own status write brought exactly one more attempt."""
     queue, rejected = SchedulingQueue(), pod("rejected")
     queue.unschedulable(rejected, 0.0, changes=5, by_extender=True)
-    assert queue.due([rejected], 5, 60.0) == []
-    assert names(queue.due([pod("rejected", version="2")], 5, 60.0)) == ["rejected"]
+    assert due(queue, [rejected], 5, 60.0) == []
+    assert due(queue, [pod("rejected", version="2")], 5, 60.0) == ["rejected"]
 
 
 def test_a_woken_pod_serves_no_backoff_and_a_bound_one_is_forgotten():
@@ -57,9 +60,9 @@ def test_a_woken_pod_serves_no_backoff_and_a_bound_one_is_forgotten():
     queue, waiting = SchedulingQueue(), pod("waiting")
     queue.failed(waiting, 0.0)
     queue.unschedulable(waiting, 1.0, changes=0)
-    assert names(queue.due([waiting], 1, 1.001)) == ["waiting"]
+    assert due(queue, [waiting], 1, 1.001) == ["waiting"]
     assert queue.failed(waiting, 2.0) == 4              # third attempt
     queue.bound(waiting)
     assert queue.failed(waiting, 10.0) == 1             # counting from the start again
-    assert queue.due([], 0, 10.0) == []                 # no longer pending: forgotten
+    assert due(queue, [], 0, 10.0) == []                 # no longer pending: forgotten
     assert queue.failed(waiting, 20.0) == 1

@@ -1,0 +1,144 @@
+"""How the stand-in's view keeps pods (issue 26), fed by hand as its reflectors feed it: a
+pod with a node as the cache's digest, one without frozen, thawed as it came."""
+from types import SimpleNamespace
+
+import orjson
+import pytest
+
+from simcluster.generate import make_node, make_pod
+
+from dashboard.kube.reflector import CLAIMS, Relisted, Watched
+from dashboard.standin.standin_view import (
+    PAGE_SIZE,
+    SCHEDULER_NAME,
+    BoundPod,
+    ClusterView,
+    PendingPod,
+    VictimFacts,
+    kept,
+)
+
+NOW = "2026-11-29T06:00:00Z"
+PREEMPTED = {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
+
+
+def pod(name, **kwargs):
+    return make_pod(name, namespace="ns", uid=f"uid-{name}", requests={"cpu": "1"},
+                    **kwargs)
+
+
+def with_(base, *, spec=None, meta=None, status=None):
+    return {**base, "spec": {**base["spec"], **(spec or {})},
+            "metadata": {**base["metadata"], **(meta or {})},
+            "status": {**base.get("status", {}), **(status or {})}}
+
+
+def nameless():
+    whole = pod("nameless")
+    del whole["metadata"]["name"]
+    return whole
+
+
+WAITING = pod("waiting", priority=7, resource_version="42")
+# pod -> (scheduler, facts, finished) of its PendingPod
+PENDING = {
+    "plain": (WAITING, (SCHEDULER_NAME, VictimFacts("", False, False), False)),
+    "another scheduler": (with_(WAITING, spec={"schedulerName": "other"}),
+                          ("other", VictimFacts("", False, False), False)),
+    "named none": (with_(WAITING, spec={"schedulerName": None}),
+                   (None, VictimFacts("", False, False), False)),
+    "preempted, deleting": (with_(WAITING, meta={"deletionTimestamp": NOW},
+                                  status={"startTime": NOW, "conditions": [PREEMPTED]}),
+                            (SCHEDULER_NAME, VictimFacts(NOW, True, True), False)),
+    "failed": (with_(WAITING, status={"phase": "Failed"}),
+               (SCHEDULER_NAME, VictimFacts("", False, False), True)),
+}
+
+
+@pytest.mark.parametrize("whole, expected", PENDING.values(), ids=PENDING)
+def test_a_pod_without_a_node_is_kept_as_what_a_period_picks_by_and_frozen(whole, expected):
+    frozen = kept(whole)
+    assert isinstance(frozen, PendingPod)
+    assert (frozen.scheduler, frozen.facts, frozen.finished) == expected
+    assert (frozen.uid, frozen.version, frozen.order) == (
+        "uid-waiting", "42", (-7, whole["metadata"]["creationTimestamp"], "ns", "waiting"))
+    assert frozen.thaw() == whole
+    # No part of the pod is kept as parsed JSON: only its compressed bytes.
+    assert not any(isinstance(part, (dict, list)) for part in frozen)
+    assert len(frozen.frozen) < len(orjson.dumps(whole))
+
+
+KEPT = {
+    "bound": (pod("bound", node_name="n1"), BoundPod),
+    "bound, undigestible": (with_(pod("odd", node_name="n1"), spec={"containers": 3}), dict),
+    "pending, nameless": (nameless(), dict),
+}
+
+
+@pytest.mark.parametrize("whole, form", KEPT.values(), ids=KEPT)
+def test_the_pods_reflector_s_digest_keeps_other_pods_as_before(whole, form):
+    assert type(kept(whole)) is form
+
+
+def api():
+    """Enough of a CoreV1Api for reflectors that are never started."""
+    return SimpleNamespace(list_node=None, list_pod_for_all_namespaces=None,
+                           list_persistent_volume_claim_for_all_namespaces=None)
+
+
+def synced(*pods):
+    view = ClusterView(api())
+    for kind, items in (("nodes", [make_node("n1")]), ("pods", [kept(p) for p in pods]),
+                        (CLAIMS, [])):
+        view._receive(Relisted(kind, items, "1"))
+    assert view.sync()
+    return view
+
+
+def test_the_view_queues_pending_pods_frozen_and_never_a_pod_it_cannot_order():
+    bound = pod("bound", node_name="n1")
+    view = synced(WAITING, nameless(), bound)
+    assert list(view.pending) == ["uid-waiting"]
+    assert view.pending["uid-waiting"] is view.pods["uid-waiting"]
+    assert view.pods["uid-nameless"] == nameless()
+    assert view.victim_facts("uid-nameless") == VictimFacts("", False, False)
+    assert isinstance(view.pods["uid-bound"], BoundPod)
+    view._receive(Watched("pods", "MODIFIED", kept(with_(WAITING, status={"phase": "Failed"})),
+                          "43"))
+    view._receive(Watched("pods", "DELETED", kept(nameless()), "44"))
+    view.sync()
+    assert view.pending == {}
+    assert set(view.pods) == {"uid-waiting", "uid-bound"}
+
+
+def test_the_view_lists_in_client_go_s_pages_unless_told_otherwise():
+    assert {r.page_size for r in ClusterView(api())._reflectors.values()} == {PAGE_SIZE}
+    assert {r.page_size for r in ClusterView(api(), page_size=7)._reflectors.values()} == {7}
+
+
+BOUND = pod("bound", node_name="n1", resource_version="5")
+# pod listed again -> whether the view's digest is what it already holds of it
+RELISTED = {
+    "bound, unchanged": (BOUND, True),
+    "bound, a new version": (with_(BOUND, meta={"resourceVersion": "6"}), False),
+    "pending, unchanged": (WAITING, True),
+    "pending, a new version": (with_(WAITING, meta={"resourceVersion": "43"}), False),
+    "not held": (pod("new"), False),
+}
+
+
+@pytest.mark.parametrize("listed, same", RELISTED.values(), ids=RELISTED)
+def test_a_relist_digests_only_the_pods_that_changed(listed, same):
+    view = synced(WAITING, BOUND)
+    free = view.algorithm.records.by_name["n1"].free_cpu
+    held = view.pods.get(listed["metadata"]["uid"])
+    digest = view._kept(listed)
+    assert (digest is held) == same
+    assert (type(digest), digest.version) == (type(kept(listed)),
+                                              listed["metadata"]["resourceVersion"])
+    view._receive(Relisted("pods", [view._kept(p) for p in (WAITING, BOUND)
+                                    if p["metadata"]["uid"] != listed["metadata"]["uid"]]
+                           + [digest], "2"))
+    assert view.sync()
+    assert view.algorithm.records.by_name["n1"].free_cpu == free     # the bound pod, once
+    assert view.pods[listed["metadata"]["uid"]] is digest
