@@ -18,7 +18,7 @@ that sees a number below it knows the history before it is gone.
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Max, Min
+from django.db.models import Max
 from django.utils import timezone
 
 from dashboard.models import Checkpoint, HealthSample, PrunedHistory, SnapshotSample, Transition
@@ -36,17 +36,22 @@ def prune(keep: int, samples_kept: int = SAMPLES_KEPT, chunk: int = CHUNK,
         raise ValueError("keep, samples_kept, health_kept must be >= 0 and chunk >= 1")
     pruned = 0
     if keep:
-        span = Transition.objects.aggregate(low=Min("seq"), top=Max("seq"))
-        if span["top"] is not None:
-            cutoff = span["top"] - keep + 1
-            low = span["low"]
-            while low < cutoff:
-                upper = min(cutoff, low + chunk)
+        top = Transition.objects.aggregate(top=Max("seq"))["top"]
+        if top is not None:
+            cutoff = top - keep + 1
+            while True:
+                # a chunk is `chunk` rows, however sparse their numbers: a gap of a billion
+                # is one chunk, not fifty thousand empty ones
+                beyond = list(Transition.objects.filter(seq__lt=cutoff).order_by("seq")
+                              .values_list("seq", flat=True)[chunk:chunk + 1])
+                upper = beyond[0] if beyond else cutoff
                 with transaction.atomic():
                     deleted, _ = Transition.objects.filter(seq__lt=upper).delete()
                     pruned += deleted
-                    _move_floor(upper, deleted)
-                low = upper
+                    if pruned:
+                        _move_floor(upper, deleted)
+                if not beyond:
+                    break
     # A checkpoint at seq N needs every transition from N + 1 on.
     checkpoints, _ = Checkpoint.objects.filter(seq__lt=PrunedHistory.floor() - 1).delete()
     samples = 0

@@ -34,6 +34,18 @@ def test_keeps_the_latest_numbers_in_chunks_and_moves_the_floor():
 
 
 @pytest.mark.django_db
+def test_chunks_count_rows_so_a_gap_in_the_numbers_costs_no_empty_deletes(
+        django_assert_max_num_queries):
+    history(*range(1, 11), 10**9 + 1, 10**9 + 2)
+    # two chunks of 7 rows: each a count of rows, a delete and the floor's two queries,
+    # where chunks of 7 numbers would take 140 million transactions
+    with django_assert_max_num_queries(20):
+        report = history_retention.prune(keep=2, chunk=7)
+    assert kept() == [10**9 + 1, 10**9 + 2]
+    assert report["transitions"] == 10 and report["below_seq"] == 10**9 + 1
+
+
+@pytest.mark.django_db
 def test_a_history_within_its_size_is_left_alone():
     history(1, 2, 3)
     assert history_retention.prune(keep=3)["transitions"] == 0
