@@ -8,25 +8,33 @@ the owner batches of compact records over a pipe (marshal: plain values only):
 - a pod is `(pack_pod_info(info), kept annotations or None)`, or, when it cannot
   be digested, `(None, uid, resourceVersion, why)`; a node is its parsed dict; a
   PersistentVolumeClaim (with `kinds` naming them) is its (namespace, name) only;
-- the owner's queue gets one `DecodedEvents` per batch of watch events of one
-  kind (up to BATCH_MAX: the child's sender ships what gathered in SHIP_PERIOD),
-  one `DecodedPage` per list page as it arrives (the owner applies a page while
-  the child parses the next) and one `DecodedList` when a list is complete; a kind
-  the API server starts refusing with 403 (RBAC) gets one `DecodedDenied`.
+- a message is `(views, received, entries, comparisons)`: every reflector's view,
+  when its oldest entry came off the stream, the feed entries (up to BATCH_MAX: the
+  child's sender ships what gathered in SHIP_PERIOD) marshalled on their own, and
+  the comparer's lists, if any were taken;
+- the owner's queue gets each message's entries as one `DecodedFeed`, still bytes:
+  unpacked records are several times their bytes, and a first sync's backlog of them
+  held most of the owner's memory (issue 26). The owner's thread unpacks them as it
+  applies them into one `DecodedEvents` per run of watch events of one kind, one
+  `DecodedPage` per list page (the owner applies a page while the child parses the
+  next) and one `DecodedList` when a list is complete; a kind the API server starts
+  refusing with 403 (RBAC) gets one `DecodedDenied`.
 
 Everything the Reflector guarantees still holds (it runs unchanged in the child).
 The owner reads each kind's `resource_version`, `state`, `stats` and
 `silent_for()` (seconds since the API server last spoke) from a
 `ReflectorView`, whose version only counts events already in the owner's
-queue, so "the watch passed the list's version" (runner.list_for_comparison)
-still means "everything the list shows is queued". `request_relist()` is
+queue (a message's `DecodedFeed` is queued before its views are updated), so "the
+watch passed the list's version" (runner.list_for_comparison) still means
+"everything the list shows is queued". `request_relist()` is
 forwarded. `reflectors` are the views of the kinds the cache mirrors (pods, nodes),
 which the comparer waits on: the claims' view (`views[CLAIMS]`) has no part in that.
 
 The comparer's lists are taken here too (`list_for_comparison`): parsing every
 pod of a large cluster in the owner's process would hold its GIL for seconds and
 its memory at gigabytes, every minute. The child keeps of each listed object only
-what schedcache.compare reads, and ships one `ComparisonLists`.
+what schedcache.compare reads, and ships one `ComparisonLists`, which the reader
+thread hands to `list_for_comparison` without going through the owner's queue.
 
 Lifetime: the child's control pipe ends when the owner's process does (even on
 SIGKILL), and the child then exits at once: no orphans. A child that dies is
@@ -58,8 +66,8 @@ from dashboard.kube.claims import claim_key
 from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Watched
 from dashboard.runtime.supervisor import die_with_parent
 
-__all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedList", "DecodedPage",
-           "DecoderProcess",
+__all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedFeed", "DecodedList",
+           "DecodedPage", "DecoderProcess",
            "ReflectorView", "comparable_node", "comparable_pod", "digest_pod"]
 
 log = logging.getLogger(__name__)
@@ -98,6 +106,36 @@ class DecodedList:
     """The list whose pages came before is complete (at resource_version)."""
     kind: str
     resource_version: str
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedFeed:
+    """One message's feed entries, marshalled (see the module doc): unpack() as applied."""
+    entries: bytes
+    received: float | None = None   # when the oldest came off the stream (feed_lag.py)
+
+    def unpack(self):
+        """The entries as DecodedEvents (consecutive watch events of one kind), DecodedPage
+        and DecodedList items, in order; events and pages carry the `received` stamp."""
+        batch_kind, batch = None, []
+        for entry in marshal.loads(self.entries):
+            if entry[0] == "W":
+                _, kind, etype, record = entry
+                if kind != batch_kind and batch:
+                    yield DecodedEvents(batch_kind, batch, self.received)
+                    batch = []
+                batch_kind = kind
+                batch.append((etype, record))
+                continue
+            if batch:
+                yield DecodedEvents(batch_kind, batch, self.received)
+                batch_kind, batch = None, []
+            if entry[0] == "P":
+                yield DecodedPage(*entry[1:], received=self.received)
+            else:
+                yield DecodedList(*entry[1:])
+        if batch:
+            yield DecodedEvents(batch_kind, batch, self.received)
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +201,6 @@ class _Outbox:
 def _encode(item, delivered: dict) -> tuple:
     if type(item) is ListPage:
         return ("P", item.kind, item.items, item.first)
-    if type(item) is ComparisonLists:
-        return ("C", item.nodes, item.pods, item.resource_version, item.error)
     delivered[item.kind] = item.resource_version
     if type(item) is Watched:
         return ("W", item.kind, item.type, item.obj)
@@ -172,7 +208,8 @@ def _encode(item, delivered: dict) -> tuple:
 
 
 def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
-    """One message: every reflector's view and the items queued so far (BATCH_MAX at most).
+    """One message (see the module doc): every reflector's view and the items queued so far
+    (BATCH_MAX at most).
 
     A view's version is read before the items are taken, and reported only when every
     item queued by then is in this message, so the owner never hears of a version
@@ -183,19 +220,23 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
         state = r.state
         seen[kind] = (state, r.resource_version)
     queued = len(outbox.items)
-    entries, received = [], None
-    while outbox.items and len(entries) < BATCH_MAX:
+    entries, comparisons, received = [], [], None
+    while outbox.items and len(entries) + len(comparisons) < BATCH_MAX:
         stamp, item = outbox.items.popleft()
+        if type(item) is ComparisonLists:
+            comparisons.append((item.nodes, item.pods, item.resource_version, item.error))
+            continue
         received = received or stamp
         entries.append(_encode(item, delivered))
     views = {}
     for kind, r in reflectors.items():
         state, version = seen[kind]
-        if state in _LISTING or len(entries) < queued:
+        if state in _LISTING or len(entries) + len(comparisons) < queued:
             version = delivered.get(kind, "")
         views[kind] = (state, version, dict(r.stats), r.last_watch_end, r.silent_for(),
                        r.forbidden)
-    conn.send_bytes(marshal.dumps((views, entries, received)))
+    conn.send_bytes(marshal.dumps((views, received, marshal.dumps(entries) if entries else b"",
+                                   comparisons)))
 
 
 def _list_for_comparison(api_factory, sink) -> None:
@@ -482,10 +523,13 @@ class DecoderProcess:
                 self._data_conn.close()
                 self._spawn()
                 continue
-            views, entries, received = marshal.loads(payload)
-            if entries:
+            views, received, entries, comparisons = marshal.loads(payload)
+            if entries or comparisons:
                 failures = 0
-                self._hand_over(entries, received)
+            if entries:
+                self.put(DecodedFeed(entries, received))
+            for lists in comparisons:
+                self._comparisons.put(ComparisonLists(*lists))
             for kind, view in views.items():
                 if self.views[kind]._update(*view):
                     self.put(DecodedDenied(kind))
@@ -493,28 +537,3 @@ class DecoderProcess:
         self._control(("stop", ""))
         self._end_child(5.0)
         self._data_conn.close()
-
-    def _hand_over(self, entries, received=None) -> None:
-        """Consecutive watch events of one kind go as one DecodedEvents, list pages and
-        ends as they are; events and pages carry the message's `received` stamp."""
-        batch_kind, batch = None, []
-        for entry in entries:
-            if entry[0] == "W":
-                _, kind, etype, record = entry
-                if kind != batch_kind and batch:
-                    self.put(DecodedEvents(batch_kind, batch, received))
-                    batch = []
-                batch_kind = kind
-                batch.append((etype, record))
-            else:
-                if batch:
-                    self.put(DecodedEvents(batch_kind, batch, received))
-                    batch_kind, batch = None, []
-                if entry[0] == "P":
-                    self.put(DecodedPage(*entry[1:], received=received))
-                elif entry[0] == "C":
-                    self._comparisons.put(ComparisonLists(*entry[1:]))
-                else:
-                    self.put(DecodedList(*entry[1:]))
-        if batch:
-            self.put(DecodedEvents(batch_kind, batch, received))

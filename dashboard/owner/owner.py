@@ -26,7 +26,13 @@ from dashboard.owner.changes import CacheChanges
 from dashboard.owner.checkpoints import Checkpoints, ReplayNotes, capture
 from dashboard.owner.commands import CommandServer
 from dashboard.owner.comparing import CompareFailed, Compared, Comparer, CompareRequest
-from dashboard.owner.decoder import DecodedDenied, DecodedEvents, DecodedList, DecodedPage
+from dashboard.owner.decoder import (
+    DecodedDenied,
+    DecodedEvents,
+    DecodedFeed,
+    DecodedList,
+    DecodedPage,
+)
 from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.handlers import CommandHandlers, command_cause
 from dashboard.owner.journal import Journal, utc
@@ -128,6 +134,8 @@ class CacheOwner:
     def apply(self, item) -> int:
         """Apply one feed item (the decoder's, or the comparer's); returns how many events
         it held (a batch holds many)."""
+        if type(item) is DecodedFeed:     # unpacked only now: see decoder.py's module doc
+            return sum(self.apply(part) for part in item.unpack())
         if type(item) in _DECODED:
             if type(item) in _LAGGING:
                 self.feed_lag.applied(item.received, self.clock())

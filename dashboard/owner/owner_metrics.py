@@ -93,7 +93,8 @@ class OwnerMetrics(Collector):
                 ("schedview_snapshot_generation", "snapshot_generation",
                  "The generation of the owner's latest snapshot"),
                 ("schedview_feed_backlog", "feed_backlog",
-                 "Watch items queued for the owner, not applied yet"),
+                 "Decoder messages (batches of watch events, list pages) queued for the owner, "
+                 "not applied yet"),
                 ("schedview_feed_lag_seconds", "feed_lag",
                  "Seconds the cache is behind the watch events received: the oldest queued "
                  "item's age, or the longest an item applied since the last flush waited"),

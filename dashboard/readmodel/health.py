@@ -78,7 +78,7 @@ class Health:
     checks: tuple[Check, ...]
     at: float   # epoch seconds it was judged
     # The feed's figures as the owner reported them (None: no live owner reports them).
-    feed_backlog: int | None = None   # watch items queued for the owner
+    feed_backlog: int | None = None   # decoder messages queued for the owner
     feed_lag: float | None = None     # seconds the cache is behind the events received
     # The simulated cluster's fault episodes, when `manage.py up` runs one: the pages say
     # which warnings it causes on purpose (dashboard/runtime/weather.py).
@@ -180,7 +180,7 @@ def _backlog_check(name: str, title: str, owner: OwnerStatus, backlog, pair, beh
 
 
 def feed_check(owner: OwnerStatus, thresholds: Thresholds) -> Check:
-    """Graded by the worse of the backlog (events) and the lag (seconds): a few slow
+    """Graded by the worse of the backlog (decoder messages) and the lag (seconds): a few slow
     events show in the lag, a flood the owner applies quickly in the backlog. A silent
     watch warns on its own: with nothing received there is no lag (issue 22)."""
     link = _overview("owner-status")

@@ -20,8 +20,9 @@ class CheckOut(Schema):
 
 
 class FeedOut(Schema):
-    backlog: int | None = Field(description="watch items queued for the cache owner, not "
-                                            "applied yet; null without a live owner")
+    backlog: int | None = Field(description="decoder messages (batches of watch events, list "
+                                            "pages) queued for the cache owner, not applied "
+                                            "yet; null without a live owner")
     lag_seconds: float | None = Field(
         description="seconds the cache is behind the watch events received: the age of the "
                     "oldest not yet applied, or the longest one applied since the owner's "

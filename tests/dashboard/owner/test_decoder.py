@@ -18,6 +18,7 @@ from simcluster.generate import make_node, make_pod
 from dashboard.kube.reflector import CLAIMS
 from dashboard.owner.decoder import (
     DecodedEvents,
+    DecodedFeed,
     DecodedList,
     DecodedPage,
     DecoderProcess,
@@ -123,7 +124,32 @@ def test_a_version_the_owner_is_told_of_has_its_events_queued(sim, v1, decoded):
             queued.append(item)
             owner.apply(item)
         assert any(type(i) is DecodedEvents and any(r[0] and r[0][0] == target and r[0][4] == rv
-                                                    for _, r in i.events) for i in queued)
+                                                    for _, r in i.events)
+                   for feed in queued for i in feed.unpack())
+
+
+def test_the_owners_queue_holds_the_feed_as_the_decoders_bytes(sim, v1, decoded):
+    """Unpacked records are several times their bytes: what waits for the owner's thread
+    stays marshalled until it is applied (issue 26), and applies to the cluster's state."""
+    owner, decoder = decoded(options={"watch_timeout": 60, "page_size": 7})
+    for view in decoder.reflectors:      # listed while the owner's thread applies nothing
+        assert view.wait_for(lambda v: v.state == "watching", WAIT)
+    meta = next(p for p in sim.pods() if p["spec"].get("nodeName"))["metadata"]
+    patched = v1.patch_namespaced_pod(meta["name"], meta["namespace"],
+                                      {"metadata": {"labels": {"seen": "yes"}}})
+    rv = patched.metadata.resource_version
+    assert decoder.views["pods"].wait_for(lambda v: int(v.resource_version) >= int(rv), WAIT)
+    queued = []
+    while not owner.feed.empty():
+        queued.append(owner.feed.get_nowait())
+    assert len(queued) > 2 and all(type(i) is DecodedFeed and type(i.entries) is bytes
+                                   for i in queued)
+    for item in queued:
+        owner.apply(item)
+    assert all(owner.synced.values())
+    assert set(owner.cache.pod_keys()) == bound(sim) and set(owner.pending) == unbound(sim)
+    assert sorted(owner.cache.node_names()) == sorted(n["metadata"]["name"] for n in sim.nodes())
+    assert owner.cache.pod_info(meta["uid"]).labels.get("seen") == "yes"
 
 
 def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):

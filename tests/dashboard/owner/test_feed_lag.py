@@ -13,7 +13,7 @@ from simcluster.generate import make_node
 from dashboard.kube.reflector import Watched
 from dashboard.owner import decoder
 from dashboard.owner.comparing import CompareRequest
-from dashboard.owner.decoder import DecodedEvents, DecoderProcess
+from dashboard.owner.decoder import DecodedEvents, DecodedFeed
 from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.owner import CacheOwner
 
@@ -79,9 +79,10 @@ def test_the_decoder_stamps_each_message_with_its_oldest_items_arrival(monkeypat
         outbox.sink(Watched("nodes", "ADDED", make_node(f"n{i}"), str(i + 1)))
     sent = []
     decoder._ship(SimpleNamespace(send_bytes=sent.append), outbox, {}, {})
-    views, entries, received = marshal.loads(sent[0])
-    assert len(entries) == 3 and received == 50.0
-    handed = []
-    DecoderProcess(handed.append, api_factory=None)._hand_over(entries, received)
-    assert [(item.kind, len(item.events), item.received) for item in handed] == [
-        ("nodes", 3, 50.0)]
+    views, received, entries, comparisons = marshal.loads(sent[0])
+    assert received == 50.0 and comparisons == []
+    feed = queue.Queue()
+    feed.put(DecodedFeed(entries, received))       # queued as bytes: its stamp counts
+    assert FeedLag(feed).seconds(53.0) == 3.0
+    assert [(item.kind, len(item.events), item.received) for item in
+            feed.get().unpack()] == [("nodes", 3, 50.0)]

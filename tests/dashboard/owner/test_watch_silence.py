@@ -32,7 +32,7 @@ def test_the_decoder_ships_each_reflectors_silence():
     sent = []
     decoder._ship(SimpleNamespace(send_bytes=sent.append), decoder._Outbox(),
                   {"pods": reflector}, {})
-    views, _, _ = marshal.loads(sent[0])
+    views, _, _, _ = marshal.loads(sent[0])
     assert views["pods"] == ("watching", "7", {}, "silent", 42.5, False)
 
 
