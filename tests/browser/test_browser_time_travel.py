@@ -33,8 +33,7 @@ def read_model_state(page, uid):
 def appeared(kube, page):
     """A pod bound in the cluster after a checkpoint: (uid, name, a moment before it was
     cached, a moment after)."""
-    # CI once waited past 90 s as the last of its browser tests; alone it takes about 35 s
-    before = wait_for(lambda: latest_moment(page), 180, "the owner's first checkpoint")
+    before = wait_for(lambda: latest_moment(page), 90, "the owner's first checkpoint")
     name = "travelled-pod"
     node = kube.list_node().items[0].metadata.name
     uid = new_pod(kube, name, node=node)
