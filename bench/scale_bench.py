@@ -141,7 +141,8 @@ class Sampler(threading.Thread):
         while not self.stop.wait(0.5):
             status = owner_status()
             counters = status.counters if status.live else {}
-            self.status = counters
+            if counters:      # the last live one: a loaded owner's status may read stale
+                self.status = counters
             holder = processes(self.redis).leader
             if holder and (not self.holders or self.holders[-1] != holder):
                 self.holders.append(holder)
@@ -302,7 +303,7 @@ def measure(args, up: Up, redis) -> None:
         line(f"RSS {name}: at sync / steady",
              f"{mib(sampler.sync_rss.get(name, 0))} / {mib(steady_rss.get(name, 0))}")
     cached = max(1, status.get("pods", 0))
-    line(f"RSS {holder} (the leader) per cached pod, steady",
+    line(f"RSS {holder} (the leader, its decoder included) per cached pod, steady",
          f"{steady_rss.get(holder, 0) / cached:,.0f} B")
     for path, samples in times.items():
         line(f"page {path}: p50 / p99 of {len(samples)}",
