@@ -61,6 +61,7 @@ class FeedApplier:
         self.synced = {"pods": False, "nodes": False}
         self.on_pods_listed = None
         self.on_pod_deleted = None
+        self.on_unpended = None       # (uid): a pod left the pending pods
         self._listing = {}            # kind -> (keys, annotated pods) of a paged list so far
 
     def apply(self, item) -> int:
@@ -182,6 +183,8 @@ class FeedApplier:
             self._pending_by_name.pop((meta.get("namespace") or "", meta.get("name") or ""), None)
             self.rows.dirty_pods.add(uid)
             self.pending_changes += 1
+            if self.on_unpended is not None:
+                self.on_unpended(uid)
 
     # --- nodes --------------------------------------------------------------------------------
     def _apply_node(self, kind, node):

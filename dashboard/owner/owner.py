@@ -89,6 +89,7 @@ class CacheOwner:
         self.claims = ClaimNames()
         self.diagnoser = Diagnoser(cache)
         self.pending_reasons = PendingReasons(self.diagnoser, cache, pending)
+        self.applier.on_unpended = self.pending_reasons.forget
         self.comparer = Comparer(cache, self.journal, self.feed, self.applier.removed,
                                  self.stuck_binds, clock, rows=self.rows, writer=writer,
                                  rows_written=lambda: self._pruned)

@@ -88,6 +88,16 @@ class PendingReasons:
                 self._sweep, self._found, self._summaries, None)
             self.sweeps += 1
 
+    def forget(self, uid) -> None:
+        """A pod left the pending pods: the counts lose it now, not at the next sweep (the
+        health banner links to the top reason's pods, which must still be there)."""
+        reason = self.reasons.pop(uid, None)
+        if reason is not None:
+            self.counts = _less(self.counts, reason)   # a new dict: the published status has it
+        reason = self._found.pop(uid, None)
+        if reason is not None:
+            self._sweep = _less(self._sweep, reason)
+
     def recount(self) -> None:
         """What a diagnosis reads beyond the cache changed (the claims there are): the next
         sweep starts at the next step, or as soon as the running one ends. Not a restart:
@@ -99,3 +109,13 @@ class PendingReasons:
         ranked = sorted(self.counts.items(), key=lambda item: (-item[1], item[0]))[:n]
         return [{"reason": reason, "pods": pods, "summary": self.summaries.get(reason, "")}
                 for reason, pods in ranked]
+
+
+def _less(counts: dict, reason: str) -> dict:
+    """`counts` with one pod fewer under `reason` (a reason with none left is gone)."""
+    counts = dict(counts)
+    if counts.get(reason, 0) > 1:
+        counts[reason] -= 1
+    else:
+        counts.pop(reason, None)
+    return counts

@@ -85,6 +85,19 @@ def test_equal_pods_share_one_diagnosis_and_the_count_waits_for_the_period(owner
     assert owner.status()["pending_reasons"]["Insufficient cpu"] == 2
 
 
+def test_a_pod_that_leaves_the_pending_pods_leaves_the_counts_at_once(owner):
+    """Not a sweep later: the health banner links to the top reason's pods, and a reason
+    whose pods are all gone led it to an empty list (the browser suite, a GPU job deleted)."""
+    owner.flush()
+    for name in ("memory", "cpu"):
+        owner.apply(watched("pods", "DELETED", why.pending(BY_NAME[name])))
+    status = owner.status()
+    assert status["pending_reasons"] == {
+        "Insufficient cpu": 1, "node(s) didn't match Pod's node affinity/selector": 1,
+        pending_reasons.FITS: 1}
+    assert "Insufficient memory" not in {t["reason"] for t in status["pending_top"]}
+
+
 def test_a_sweep_over_budget_goes_on_at_the_next_flush():
     """A timer that says each pod took the whole budget: one pod per flush, and the counts
     of the last complete sweep meanwhile (none before the first)."""
