@@ -165,7 +165,7 @@ def filter_answers(address: str) -> bool:
     body["NodeNames"] = ["node-zone-a-00000"]
     try:
         response = requests.post(f"http://{address}/extender/filter", json=body, timeout=2)
-    except requests.ConnectionError:
+    except (requests.ConnectionError, requests.Timeout):   # not yet: asked again until the wait ends
         return False
     # The captured pod is not in this cluster: the extender answers that it refuses it (a
     # pod the owner's watch never showed), which takes a leading owner's cache to say.
