@@ -28,8 +28,14 @@ class PodSpec:
         return _yaml(self.affinity) if self.affinity else ""
 
 
+# libyaml's emitter where the machine has it: pure Python took 0.8 s for a pod with 10,000
+# labels, on the page's request thread.
+_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
 def _yaml(value) -> str:
-    return yaml.safe_dump(value, sort_keys=False, default_flow_style=False, width=100)
+    return yaml.dump(value, Dumper=_DUMPER, sort_keys=False, default_flow_style=False,
+                     width=100)
 
 
 def pod_spec(uid: str, owner_live: bool) -> tuple[PodSpec | None, str]:
