@@ -316,3 +316,6 @@ class HealthSample(models.Model):
     read_model_backlog = models.IntegerField(null=True)
     binds_stuck = models.IntegerField(null=True)
     seq = models.BigIntegerField(null=True)           # the highest transition counted so far
+    # The earliest time stamped on a transition this sample counted: a transition lands a
+    # flush after it happened, so it may predate the period (null: none counted).
+    counted_from = models.DateTimeField(null=True)

@@ -21,7 +21,7 @@ import redis
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Max
+from django.db.models import Count, Max, Min
 from django.urls import reverse
 from django.utils import timezone
 
@@ -568,18 +568,21 @@ def transitions_counted(after_seq: int | None, start: datetime) -> tuple[int | N
     above `after_seq` (the highest it counted), or, with no previous number, from `start`.
     Counted by number, not by time: a transition lands a flush after it happened, so a
     sample counting by time would miss the ones written just after it was taken, for ever.
-    Returns the highest number counted now, and the counts."""
+    Returns the highest number counted now, and the counts with the earliest time stamped
+    on a counted transition (`counted_from`: where the events behind the sample begin)."""
     rows = Transition.objects.order_by()
     rows = rows.filter(seq__gt=after_seq) if after_seq is not None else rows.filter(at__gte=start)
-    upto = rows.aggregate(upto=Max("seq"))["upto"]
+    span = rows.aggregate(upto=Max("seq"), earliest=Min("at"))
+    upto = span["upto"]
     if upto is None:
         return after_seq, {**{figure: 0 for figure in SAMPLED_KINDS}, "binds": 0,
-                           "bind_failures": 0}
+                           "bind_failures": 0, "counted_from": None}
     rows = rows.filter(seq__lte=upto)
     counts = dict(rows.filter(kind__in=SAMPLED_KINDS.values())
                   .values_list("kind").annotate(n=Count("*")).values_list("kind", "n"))
     sampled = {figure: counts.get(kind, 0) for figure, kind in SAMPLED_KINDS.items()}
     sampled["binds"], sampled["bind_failures"] = bind_outcomes_of(rows)
+    sampled["counted_from"] = span["earliest"]
     return upto, sampled
 
 

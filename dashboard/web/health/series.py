@@ -32,7 +32,7 @@ CHARTS = [
                            ("Not yet on the pages", "read_model_backlog", "level", "")]),
     ("lag", "seconds", [("Feed lag", "feed_lag", "level", "")]),
 ]
-_FIELDS = ["at", "period"] + [field for _, _, lines in CHARTS for _, field, _, _ in lines]
+_FIELDS = ["at", "period", "counted_from"] + [field for _, _, lines in CHARTS for _, field, _, _ in lines]
 
 
 class BadRange(ValueError):
@@ -64,9 +64,13 @@ def series(range_name: str, now: datetime | None = None) -> dict:
         else:
             buckets.append((index, [row]))
     times = [round(group[-1]["at"].timestamp(), 3) for _, group in buckets]
-    # Where each point's span begins: its first sample's period back from that sample, so
+    # Where each point's span begins: its first sample's period back from that sample, or
+    # earlier where a counted transition was stamped earlier (it landed a flush late), so
     # that a point's events (a burst of forgets at 04:31) are one Events page window away.
-    starts = [round(group[0]["at"].timestamp() - group[0]["period"], 3) for _, group in buckets]
+    starts = [round(min([group[0]["at"].timestamp() - group[0]["period"]]
+                        + [row["counted_from"].timestamp() for row in group
+                           if row["counted_from"] is not None]), 3)
+              for _, group in buckets]
     charts = {}
     for chart, unit, lines in CHARTS:
         charts[chart] = {"unit": unit, "lines": [

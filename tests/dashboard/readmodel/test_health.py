@@ -403,8 +403,10 @@ def test_a_transition_written_after_the_sample_of_its_time_is_counted_by_the_nex
                               kind="pod_forgotten", key="b", cause="operator")
     second = health.take_sample(now + timedelta(seconds=1), period=1)
     assert (second.forgets, second.seq) == (1, 2)
+    # Where the events behind the sample begin: before its period, at b's stamp.
+    assert second.counted_from == now - timedelta(milliseconds=300)
     quiet = health.take_sample(now + timedelta(seconds=2), period=1)
-    assert (quiet.forgets, quiet.seq) == (0, 2)
+    assert (quiet.forgets, quiet.seq, quiet.counted_from) == (0, 2, None)
 
 
 @pytest.mark.django_db

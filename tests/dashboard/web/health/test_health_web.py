@@ -236,3 +236,16 @@ def test_a_points_transitions_are_one_events_window_away(viewer_client):
     page = viewer_client.get("/events/", {"kind": "pod_forgotten", "since": since,
                                           "until": until})
     assert [row.key for row in page.context["events"].rows] == ["u1"]
+
+
+def test_a_points_window_reaches_back_to_a_transition_that_landed_late(viewer_client):
+    """A forget stamped 2 s before its sample's period, written after the sample before
+    (the owner's flush), is counted by this point: its window begins at that stamp, so the
+    link lists it (the browser suite's chart test met it)."""
+    now = timezone.now()
+    stamped = now - timedelta(seconds=12)
+    HealthSample.objects.create(at=now - timedelta(seconds=20), period=10, level="ok")
+    HealthSample.objects.create(at=now, period=10, level="ok", forgets=1, counted_from=stamped)
+    body = viewer_client.get("/health/series/?range=15m").json()
+    assert body["starts"] == [round((now - timedelta(seconds=30)).timestamp(), 3),
+                              round(stamped.timestamp(), 3)]
