@@ -17,11 +17,12 @@ run: $(INSTALLED)
 # databases); the live tests one at a time (each runs a whole stack, which wants both
 # cores); the browser tests in a pytest of their own (after Playwright has run in a
 # process, pytest-asyncio tests there fail; they need Debian's chromium, .ci/run installs it).
+# Each prints its 15 slowest steps, so that a CI log says where the time went.
 test: $(INSTALLED)
 	$(VENV)/bin/lint-imports
-	$(VENV)/bin/python -m pytest --ignore=tests/browser -m "not live" -n 2
-	$(VENV)/bin/python -m pytest --ignore=tests/browser -m live
-	$(VENV)/bin/python -m pytest tests/browser
+	$(VENV)/bin/python -m pytest --ignore=tests/browser -m "not live" -n 2 --durations=15
+	$(VENV)/bin/python -m pytest --ignore=tests/browser -m live --durations=15
+	$(VENV)/bin/python -m pytest tests/browser --durations=15
 
 test-fast: $(INSTALLED)
 	$(VENV)/bin/lint-imports
