@@ -166,6 +166,8 @@ class RecordingApi(client.CoreV1Api):
         if kw.get("watch"):
             return method(**kw)
         call = {"limit": kw.get("limit"), "continue": kw.get("_continue"), "status": 200}
+        if kw.get("field_selector"):
+            call["field_selector"] = kw["field_selector"]
         self.calls.append(call)
         try:
             return method(**kw)
