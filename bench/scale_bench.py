@@ -345,6 +345,10 @@ def main():
         try:
             measure(args, up, redis)
         finally:
+            # A second Ctrl-C (or `timeout` passing its signal on) must not cut the stop
+            # short: that left `up` and its children running.
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, signal.SIG_IGN)
             up.stop()
 
 
