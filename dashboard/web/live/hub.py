@@ -150,12 +150,15 @@ class Hub:
                 except RedisTimeout:
                     # Idle: redis-py times a read out after 5 s, as long as channels_redis
                     # blocks on an empty channel; the read lost that race. Receive again.
+                    _stop_if_cancelled()
                     continue
                 except Exception:
+                    _stop_if_cancelled()
                     log.exception("the %s group's messages could not be received; retrying",
                                   self.group)
                     await asyncio.sleep(RETRY_PERIOD)  # backing off, not synchronising
                     continue
+                _stop_if_cancelled()
                 for fragment in list(self.fragments.values()):
                     fragment.offer(message)
         finally:
@@ -171,6 +174,7 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception:
+                _stop_if_cancelled()
                 log.exception("joining the %s group failed; retrying", self.group)
                 await asyncio.sleep(RETRY_PERIOD)  # backing off, not synchronising
                 continue
@@ -183,6 +187,15 @@ class Hub:
             await self.layer.group_discard(self.group, channel)
         except Exception as exc:   # Redis gone too: the group's expiry will drop the channel
             log.warning("leaving the %s group failed: %s", self.group, exc)
+
+
+def _stop_if_cancelled():
+    """CancelledError if this task was asked to stop. A blocking Redis read may swallow the
+    cancellation and answer or fail instead (redis-py issue 2028; channels_redis receives
+    with BZPOPMIN), and the listener would then go on receiving for good: a listener
+    after its last socket left, and once an event loop that never closed."""
+    if asyncio.current_task().cancelling():
+        raise asyncio.CancelledError
 
 
 _hubs = weakref.WeakKeyDictionary()   # event loop -> {group: Hub}

@@ -1,6 +1,8 @@
 """The web process's hub, over the real Redis channel layer: the owner's group has one
 member however many sockets are open, and sockets showing the same pod share one render."""
 
+import asyncio
+
 import pytest
 import pytest_asyncio
 from channels.db import database_sync_to_async
@@ -119,3 +121,43 @@ async def test_a_quiet_group_keeps_the_sockets_served(layer, ws_headers):
         assert "confirmed by the watch" in await socket.receive_from(timeout=10)
     finally:
         await socket.disconnect()
+
+
+class SwallowingLayer:
+    """A channel layer whose blocking receive turns its cancellation into an error, as
+    redis-py's blocking reads have (its issue 2028)."""
+
+    def __init__(self):
+        self.receives = 0
+
+    async def new_channel(self):
+        return "specific.test!one"
+
+    async def group_add(self, group, channel):
+        pass
+
+    async def group_discard(self, group, channel):
+        pass
+
+    async def receive(self, channel):
+        self.receives += 1
+        try:
+            await asyncio.Event().wait()      # nothing ever comes
+        except asyncio.CancelledError:
+            raise ConnectionError("Connection closed by server.") from None
+
+
+class Socket:
+    def shared_key(self):
+        return "one"
+
+
+async def test_a_listener_stops_though_the_layer_swallows_its_cancellation(monkeypatch):
+    monkeypatch.setattr(live_hub, "RETRY_PERIOD", 0.0)
+    hub = live_hub.Hub(SwallowingLayer(), "g")
+    socket = Socket()
+    fragment = await hub.join(socket)
+    listener = hub._listener
+    await hub.leave(socket, fragment)
+    await asyncio.wait({listener}, timeout=5)    # else it receives again, for ever
+    assert listener.cancelled() and hub.layer.receives == 1
