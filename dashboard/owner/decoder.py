@@ -32,7 +32,8 @@ which the comparer waits on: the claims' view (`views[CLAIMS]`) has no part in t
 
 The comparer's lists are taken here too (`list_for_comparison`): parsing every
 pod of a large cluster in the owner's process would hold its GIL for seconds and
-its memory at gigabytes, every minute. The child keeps of each listed object only
+its memory at gigabytes, every minute. They come through the watch (watch-list) where
+the API server offers it, else in pages. The child keeps of each listed object only
 what schedcache.compare reads, and ships one `ComparisonLists`, which the reader
 thread hands to `list_for_comparison` without going through the owner's queue.
 
@@ -63,7 +64,7 @@ from schedcache import CacheError
 from schedcache.podinfo import make_pod_info, pack_pod_info
 
 from dashboard.kube.claims import claim_key
-from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Watched
+from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Relisted, Watched
 from dashboard.runtime.supervisor import die_with_parent
 
 __all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedFeed", "DecodedList",
@@ -239,13 +240,11 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
                                    comparisons)))
 
 
-def _list_for_comparison(api_factory, sink) -> None:
+def _list_for_comparison(api_factory, sink, watch_list: bool) -> None:
     """Both lists, cut down as they are read (a page at a time is whole), then shipped."""
     try:
-        nodes = Reflector(api_factory(), "nodes", _ignore, digest=comparable_node,
-                          page_size=COMPARISON_PAGE).list_once()
-        pods = Reflector(api_factory(), "pods", _ignore, digest=comparable_pod,
-                         page_size=COMPARISON_PAGE).list_once()
+        nodes = _comparison_list(api_factory(), "nodes", comparable_node, watch_list)
+        pods = _comparison_list(api_factory(), "pods", comparable_pod, watch_list)
         listed_at = max(nodes.resource_version, pods.resource_version,
                         key=lambda version: int(version or 0))
         sink(ComparisonLists(nodes.items, pods.items, listed_at))
@@ -253,12 +252,33 @@ def _list_for_comparison(api_factory, sink) -> None:
         sink(ComparisonLists(None, None, "", f"{type(exc).__name__}: {exc}"))
 
 
-def _ignore(item) -> None:
-    pass
+def _comparison_list(api, kind: str, digest, watch_list: bool) -> Relisted:
+    """One kind as the comparer reads it: through the watch where the API server offers it
+    (capture 58: every object as it stands at the closing bookmark's version, one at a
+    time, with no continue token to expire), else in pages. At 600,000 pods under churn
+    the paged list outlived its continue token, and the one-request list that follows an
+    expired token was too large to parse."""
+    listed = []
+
+    def ended(item):
+        if type(item) is Relisted:
+            listed.append(item)
+            reflector.stop()       # the watch that would follow is not the comparer's
+
+    reflector = Reflector(api, kind, ended, digest=digest, page_size=COMPARISON_PAGE,
+                          watch_list=watch_list)
+    if watch_list:
+        why = reflector.watch_once(listing=True)
+        if listed:
+            return listed[0]
+        if reflector.watch_list:   # offered, but the stream ended before the list did
+            raise RuntimeError(f"the {kind} watch-list ended before its initial events "
+                               f"did ({why})")
+    return reflector.list_once()
 
 
 def _follow_control(conn, reflectors: dict, stop: threading.Event, api_factory,
-                    outbox: "_Outbox") -> None:
+                    outbox: "_Outbox", watch_list: bool) -> None:
     """Relist and comparison requests and stop from the owner; the owner gone (EOF) stops
     us too."""
     try:
@@ -267,7 +287,8 @@ def _follow_control(conn, reflectors: dict, stop: threading.Event, api_factory,
             if op == "relist":
                 reflectors[kind].request_relist()
             elif op == "compare":
-                threading.Thread(target=_list_for_comparison, args=(api_factory, outbox.sink),
+                threading.Thread(target=_list_for_comparison,
+                                 args=(api_factory, outbox.sink, watch_list),
                                  name="decoder-comparison", daemon=True).start()
             else:
                 break
@@ -306,7 +327,8 @@ def _child_main(data_conn, control_conn, api_factory, kinds, keep_annotations, r
                                 name=f"reflector-{kind}", daemon=True)
                for kind, r in reflectors.items()]
     threading.Thread(target=_follow_control,
-                     args=(control_conn, reflectors, stop, api_factory, outbox),
+                     args=(control_conn, reflectors, stop, api_factory, outbox,
+                           options.get("watch_list", False)),
                      name="decoder-control", daemon=True).start()
     for thread in threads:
         thread.start()

@@ -10,6 +10,7 @@ import threading
 import time
 
 import pytest
+from kubernetes.client import ApiException
 
 from schedcache import Cache
 from schedcache.podinfo import make_pod_info, unpack_pod_info
@@ -193,13 +194,66 @@ def test_the_comparers_lists_are_read_a_page_at_a_time(sim, monkeypatch):
         apis.append(RecordingApi(sim.api_client()))
         return apis[-1]
 
-    decoder_module._list_for_comparison(api_factory, taken.append)
+    decoder_module._list_for_comparison(api_factory, taken.append, watch_list=False)
     (lists,) = taken
     assert not lists.error
     assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
     pages = [call for api in apis for call in api.calls]
     assert len(pages) >= (len(lists.pods) + len(lists.nodes)) // 4
     assert {call["limit"] for call in pages} == {4}
+
+
+class WatchListApi(RecordingApi):
+    """Records the watch-lists asked for too; `refuse`: answers them HTTP 400, as an API
+    server without the feature."""
+
+    def __init__(self, api_client, refuse=False):
+        super().__init__(api_client)
+        self.watch_lists, self.refuse = 0, refuse
+
+    def _record(self, method, kw):
+        if kw.get("send_initial_events"):
+            self.watch_lists += 1
+            if self.refuse:
+                raise ApiException(status=400, reason="Bad Request")
+        return super()._record(method, kw)
+
+
+def test_the_comparers_lists_come_through_the_watch_where_the_server_offers_it(sim):
+    """Capture 58's watch-list: no list request, so no continue token to expire and no
+    one-request list of everything after one did (issue 26: at 600,000 pods under churn
+    the comparer's paged list outlived its token, and the whole list failed to parse)."""
+    from dashboard.owner import decoder as decoder_module
+    apis, taken = [], []
+
+    def api_factory():
+        apis.append(WatchListApi(sim.api_client()))
+        return apis[-1]
+
+    decoder_module._list_for_comparison(api_factory, taken.append, watch_list=True)
+    (lists,) = taken
+    assert not lists.error
+    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    assert {n["metadata"]["name"] for n in lists.nodes} == {
+        n["metadata"]["name"] for n in sim.nodes()}
+    assert [(api.watch_lists, api.calls) for api in apis] == [(1, []), (1, [])]
+    assert int(lists.resource_version) >= max(int(p["metadata"]["resourceVersion"])
+                                              for p in sim.pods())
+
+
+def test_a_server_refusing_the_watch_list_gets_the_comparers_lists_in_pages(sim):
+    from dashboard.owner import decoder as decoder_module
+    apis, taken = [], []
+
+    def api_factory():
+        apis.append(WatchListApi(sim.api_client(), refuse=True))
+        return apis[-1]
+
+    decoder_module._list_for_comparison(api_factory, taken.append, watch_list=True)
+    (lists,) = taken
+    assert not lists.error
+    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    assert all(api.watch_lists == 1 and api.calls for api in apis)
 
 
 def test_a_comparison_the_cluster_cannot_answer_fails_with_its_reason(sim, decoded):
