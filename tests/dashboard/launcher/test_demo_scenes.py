@@ -176,22 +176,28 @@ def test_a_cluster_without_gpus_gets_only_the_waiting_job():
             api_client.close()
 
 
+def free_gpus_recorded(sim):
+    """free_gpus() of the cluster, and the API client that recorded its lists."""
+    from tests.dashboard.feedhelpers import RecordingApi
+    api_client = sim.api_client()
+    try:
+        api = RecordingApi(api_client)
+        return demo_scenes.free_gpus(api), api
+    finally:
+        api_client.close()
+
+
 def test_free_gpus_lists_nodes_a_page_at_a_time_and_only_the_gpu_nodes_pods(sim, monkeypatch):
     # the supervisor never lists every pod (issue 26: at 600,000 pods the paged list held
     # `up` for minutes); a finished pod frees its GPUs
-    from tests.dashboard.feedhelpers import RecordingApi
     done = make_pod("done", node_name="gpu-2", uid="uid-done", requests={GPU: "5"},
                     tolerations=[{"key": GPU, "operator": "Exists"}])
     done["status"]["phase"] = "Succeeded"
     sim.api.insert("pods", done)
     sim.api.insert("pods", make_pod("web", node_name="cpu-1", uid="uid-web"))
     monkeypatch.setattr(demo_scenes, "PAGE_SIZE", 1)
-    api_client = sim.api_client()
-    try:
-        api = RecordingApi(api_client)
-        assert demo_scenes.free_gpus(api) == ("gpu-2", 6)
-    finally:
-        api_client.close()
+    found, api = free_gpus_recorded(sim)
+    assert found == ("gpu-2", 6)
     assert all(call["limit"] == 1 for call in api.calls)
     # one call a node, then one a pod of the GPU nodes: cpu-1's pod is never read
     assert [call.get("field_selector") for call in api.calls] == [None] * len(NODES) + [
@@ -199,14 +205,9 @@ def test_free_gpus_lists_nodes_a_page_at_a_time_and_only_the_gpu_nodes_pods(sim,
 
 
 def test_free_gpus_asks_for_the_pods_of_the_nodes_with_most_gpus_only(sim, monkeypatch):
-    from tests.dashboard.feedhelpers import RecordingApi
     sim.api.insert("nodes", make_node("gpu-big", gpus=16, taints=[GPU_TAINT]))
     monkeypatch.setattr(demo_scenes, "CANDIDATES", 1)
-    api_client = sim.api_client()
-    try:
-        api = RecordingApi(api_client)
-        assert demo_scenes.free_gpus(api) == ("gpu-big", 16)
-    finally:
-        api_client.close()
+    found, api = free_gpus_recorded(sim)
+    assert found == ("gpu-big", 16)
     assert [call["field_selector"] for call in api.calls if "field_selector" in call] == [
         "spec.nodeName=gpu-big"]

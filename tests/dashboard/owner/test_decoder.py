@@ -219,20 +219,27 @@ class WatchListApi(RecordingApi):
         return super()._record(method, kw)
 
 
-def test_the_comparers_lists_come_through_the_watch_where_the_server_offers_it(sim):
-    """Capture 58's watch-list: no list request, so no continue token to expire and no
-    one-request list of everything after one did (issue 26: at 600,000 pods under churn
-    the comparer's paged list outlived its token, and the whole list failed to parse)."""
+def comparison_lists(sim, refuse: bool):
+    """The decoder's comparison lists of the cluster, asked for through the watch, and the
+    API clients that took them."""
     from dashboard.owner import decoder as decoder_module
     apis, taken = [], []
 
     def api_factory():
-        apis.append(WatchListApi(sim.api_client()))
+        apis.append(WatchListApi(sim.api_client(), refuse))
         return apis[-1]
 
     decoder_module._list_for_comparison(api_factory, taken.append, watch_list=True)
     (lists,) = taken
     assert not lists.error
+    return lists, apis
+
+
+def test_the_comparers_lists_come_through_the_watch_where_the_server_offers_it(sim):
+    """Capture 58's watch-list: no list request, so no continue token to expire and no
+    one-request list of everything after one did (issue 26: at 600,000 pods under churn
+    the comparer's paged list outlived its token, and the whole list failed to parse)."""
+    lists, apis = comparison_lists(sim, refuse=False)
     assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
     assert {n["metadata"]["name"] for n in lists.nodes} == {
         n["metadata"]["name"] for n in sim.nodes()}
@@ -242,16 +249,7 @@ def test_the_comparers_lists_come_through_the_watch_where_the_server_offers_it(s
 
 
 def test_a_server_refusing_the_watch_list_gets_the_comparers_lists_in_pages(sim):
-    from dashboard.owner import decoder as decoder_module
-    apis, taken = [], []
-
-    def api_factory():
-        apis.append(WatchListApi(sim.api_client(), refuse=True))
-        return apis[-1]
-
-    decoder_module._list_for_comparison(api_factory, taken.append, watch_list=True)
-    (lists,) = taken
-    assert not lists.error
+    lists, apis = comparison_lists(sim, refuse=True)
     assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
     assert all(api.watch_lists == 1 and api.calls for api in apis)
 
