@@ -319,7 +319,8 @@ if not 0 <= SCHEDVIEW_EXTENDER_UNSEEN_WAIT <= 10:
 # answers 503 naming the database (0: unbounded).
 SCHEDVIEW_DB_STATEMENT_TIMEOUT = env.float("SCHEDVIEW_DB_STATEMENT_TIMEOUT", default=5.0)
 # Seconds one of the owner's database writes (a batch's transaction) may wait on
-# PostgreSQL before its connection is dropped and the write retried on a new one.
+# PostgreSQL before its connection is dropped and the write retried on a new one; a large
+# batch gets longer (dashboard/owner/projection.py: write_bound).
 SCHEDVIEW_DB_WRITE_TIMEOUT = env.float("SCHEDVIEW_DB_WRITE_TIMEOUT", default=15.0)
 if SCHEDVIEW_DB_STATEMENT_TIMEOUT < 0 or SCHEDVIEW_DB_WRITE_TIMEOUT <= 0:
     raise ImproperlyConfigured("SCHEDVIEW_DB_STATEMENT_TIMEOUT must be 0 (unbounded) or "

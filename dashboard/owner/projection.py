@@ -49,6 +49,17 @@ TRANSITION_FIELDS = ["seq", "at", "kind", "key", "namespace", "name", "node", "f
 _CHUNK = 2000
 MERGED_ROWS = 20_000   # at most this many rows in one catching-up transaction
 ATTEMPTS = 4           # tries of a batch that fails for another reason than an outage
+# Rows a second that even a busy database writes (node rows with their details, pods,
+# transitions): a batch gets longer than SCHEDVIEW_DB_WRITE_TIMEOUT when that rate needs it.
+WRITE_RATE_FLOOR = 200
+
+
+def write_bound(batch: Batch) -> float:
+    """Seconds `batch`'s write may wait on the database before it counts as answering
+    nothing (issue 22). A fixed bound never let a large batch land (issue 26): at 20,000
+    nodes the first sync's batches took longer than 15 s, each retry took in what had
+    queued meanwhile and took longer still, and the read model stayed half written."""
+    return max(settings.SCHEDVIEW_DB_WRITE_TIMEOUT, batch.rows() / WRITE_RATE_FLOOR)
 
 
 def _chunks(items):
@@ -294,8 +305,9 @@ class ProjectionWriter:
 
         While the database is unreachable (OperationalError, InterfaceError) it keeps
         trying, with backoff, so the history loses nothing of what happened meanwhile;
-        the batches that queue up behind are taken into the one it retries, so they land
-        in one transaction once it answers. Any other failure, or being closed, gives up after
+        the batches that queue up behind are taken into the one it retries, up to
+        MERGED_ROWS rows, so they land in one transaction once it answers (the rest in
+        the next). Any other failure, or being closed, gives up after
         ATTEMPTS tries, loudly."""
         failures = 0
         while True:
@@ -303,7 +315,7 @@ class ProjectionWriter:
             try:
                 # A database that answers nothing is given up after the bound, and the
                 # write retried on a new connection as after a cut (issue 22).
-                with bounded(connections["default"], settings.SCHEDVIEW_DB_WRITE_TIMEOUT):
+                with bounded(connections["default"], write_bound(batch)):
                     write(batch)
                 return thens, closing, "written"
             except StaleTerm as error:
@@ -327,16 +339,17 @@ class ProjectionWriter:
             if failures >= ATTEMPTS and (closing or not unreachable):
                 return thens, closing, "failed"
             threading.Event().wait(self._backoff.compute(failures))
-            if not closing:
-                later, later_thens, closing = self._taken(0, [], [], limit=float("inf"))
+            if not closing and batch.rows() < MERGED_ROWS:
+                later, later_thens, closing = self._taken(batch.rows(), [], [])
                 batch = _merged([batch, *later])
                 thens.extend(later_thens)
 
-    def _taken(self, rows, batches, thens, limit=MERGED_ROWS):
-        """Add what is queued now to `batches` and `thens`, up to `limit` rows in all (at
-        least one place); also whether the writer is closing."""
+    def _taken(self, rows, batches, thens):
+        """Add what is queued now to `batches` and `thens`, up to MERGED_ROWS rows in all
+        with the `rows` already taken (at least one place); also whether the writer is
+        closing."""
         with self._idle:
-            while self._queue and (not batches or rows < limit):
+            while self._queue and (not batches or rows < MERGED_ROWS):
                 place = self._queue.popleft()
                 batches.append(place.batch)
                 thens.extend(place.thens)

@@ -156,6 +156,51 @@ def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(mo
     assert sorted(PodRecord.objects.values_list("uid", flat=True)) == ["a", "b"]
 
 
+def test_a_retry_takes_in_what_queued_only_up_to_a_catching_up_transactions_rows(
+        monkeypatch):
+    """Issue 26: retries that took in everything queued grew past what the database could
+    write in the bound, and never landed. Here 1 row fails, 4 more queue meanwhile: the
+    retry takes 1 of them (2 rows, the cap), the next transactions the other 3, 2 at most
+    each."""
+    monkeypatch.setattr(projection, "MERGED_ROWS", 2)
+    original, down, tries = projection.write, threading.Event(), []
+    in_try, submitted = threading.Event(), threading.Event()
+
+    def write(batch):
+        tries.append(sorted(batch.pods))
+        if down.is_set():
+            in_try.set()
+            submitted.wait(10)
+            raise OperationalError("connection refused (test)")
+        original(batch)
+    monkeypatch.setattr(projection, "write", write)
+    down.set()
+    writer = ProjectionWriter(backoff=ExponentialWithJitterBackoff(cap=0.02, base=0.005)).start()
+    try:
+        writer.submit(Batch(pods={"a": row("a", "Added", 1)}))
+        assert in_try.wait(10), "the writer's first try"
+        for seq, uid in enumerate("bcde", 2):
+            writer.submit(Batch(pods={uid: row(uid, "Added", seq)}))
+        down.clear()
+        submitted.set()
+        assert writer.wait_idle(10)
+    finally:
+        writer.close()
+    assert tries == [["a"], ["a", "b"], ["c", "d"], ["e"]]
+    assert (writer.written, writer.failed) == (5, 0)
+
+
+def test_a_larger_batch_gets_longer_to_write(settings):
+    """The bound that tells a database answering nothing from a busy one grows with the
+    rows to write, past SCHEDVIEW_DB_WRITE_TIMEOUT, at WRITE_RATE_FLOOR rows a second."""
+    settings.SCHEDVIEW_DB_WRITE_TIMEOUT = 15.0
+    small = Batch(pods={"a": row("a", "Added", 1)}, transitions=[transition(1, "a")])
+    large = Batch(pods={f"p{i}": row(f"p{i}", "Added", i) for i in range(10_000)},
+                  transitions=[transition(i, f"p{i}") for i in range(10_000)])
+    assert projection.write_bound(small) == 15.0
+    assert projection.write_bound(large) == 20_000 / projection.WRITE_RATE_FLOOR
+
+
 def test_submit_never_waits_on_a_hung_writer_and_everything_lands_after(writes):
     """Issue 22: a database that answers nothing froze the owner's thread on a full queue.
     Here the writer hangs in a write while ten times its depth of batches is submitted:
