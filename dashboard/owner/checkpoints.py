@@ -7,6 +7,7 @@ NodeInfo copies (copy-on-write: O(nodes), no pod is copied), the assumed pods an
 NodeTree's order, at the flush's sequence number. Turning that into rows of bytes (O(pods))
 is the writer thread's, off the loop that serves kube-scheduler.
 """
+import functools
 from dataclasses import dataclass
 
 from schedcache.events import NODE_ADDED, NODE_UPDATED
@@ -67,7 +68,13 @@ class Capture:
         return state
 
     def row(self) -> dict:
-        """The Checkpoint row (encoded here: the writer thread calls it)."""
+        """The Checkpoint row, encoded once (the writer thread calls it before its write's
+        database deadline starts: encoding 600,000 pods is seconds of CPU, not of the
+        database; a retried write reuses it, as `state()` counts its entries only once)."""
+        return self._row
+
+    @functools.cached_property
+    def _row(self) -> dict:
         with collector_paused():
             state = self.state()
             return {"seq": self.seq, "at": self.at, "pods": len(state.pods),

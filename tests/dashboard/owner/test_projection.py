@@ -190,6 +190,41 @@ def test_a_retry_takes_in_what_queued_only_up_to_a_catching_up_transactions_rows
     assert (writer.written, writer.failed) == (5, 0)
 
 
+def test_a_checkpoint_is_encoded_once_before_its_write_and_its_retries(monkeypatch):
+    """Encoding a checkpoint of 600,000 pods took seconds of the writer's CPU inside the
+    write's database deadline (issue 26: a batch of 10 pods and a checkpoint was cut at
+    15 s); and each retry encoded it again, counting its pod entries twice."""
+    from schedcache import Cache
+
+    from dashboard.models import Checkpoint
+    from dashboard.owner import checkpoints
+    encodings, tries = [], []
+    original_state = checkpoints.Capture.state
+
+    def state(capture):
+        encodings.append(len(tries))       # how many writes were tried before it
+        return original_state(capture)
+    monkeypatch.setattr(checkpoints.Capture, "state", state)
+    original = projection.write
+
+    def write(batch):
+        tries.append(1)
+        if len(tries) == 1:
+            raise OperationalError("connection refused (test)")
+        original(batch)
+    monkeypatch.setattr(projection, "write", write)
+    capture = checkpoints.capture(Cache(), seq=1, at="2026-11-22T10:00:00Z",
+                                  snapshot_generation=0)
+    writer = ProjectionWriter(backoff=ExponentialWithJitterBackoff(cap=0.02, base=0.005)).start()
+    try:
+        writer.submit(Batch(transitions=[transition(1, "a")], checkpoint=capture))
+        assert writer.wait_idle(10)
+    finally:
+        writer.close()
+    assert (encodings, len(tries)) == ([0], 2)
+    assert Checkpoint.objects.get().seq == 1
+
+
 def test_a_larger_batch_gets_longer_to_write(settings):
     """The bound that tells a database answering nothing from a busy one grows with the
     rows to write, past SCHEDVIEW_DB_WRITE_TIMEOUT, at WRITE_RATE_FLOOR rows a second."""
