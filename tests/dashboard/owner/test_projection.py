@@ -120,22 +120,32 @@ def test_rows_read_back_as_written_json_times_and_nulls_included():
         "Added", "a")
 
 
-def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(monkeypatch):
+def outage(monkeypatch, noted, held_from: int):
+    """projection.write failing as an unreachable database's while `down` is set, each try
+    noted (`noted(batch)` into `tries`); from try `held_from` on, a try waits for
+    `submitted`, so that batches submitted meanwhile queue behind it (the retry after it
+    takes them along; submitted between the merge and the try, they would go alone).
+    Returns (down, tries, in_try, submitted)."""
     original, down, tries = projection.write, threading.Event(), []
-    # The second batch is submitted while a try is under way, so the retry after it takes
-    # the second along (submitted between the merge and the try, it would go alone).
     in_try, submitted = threading.Event(), threading.Event()
 
     def write(batch):
-        tries.append(len(batch.transitions))
+        tries.append(noted(batch))
         if down.is_set():
-            if len(tries) == projection.ATTEMPTS + 1:   # more than other failures get
+            if len(tries) >= held_from:
                 in_try.set()
                 submitted.wait(10)
             raise OperationalError("connection refused (test)")
         original(batch)
     monkeypatch.setattr(projection, "write", write)
     down.set()
+    return down, tries, in_try, submitted
+
+
+def test_a_database_outage_is_waited_out_and_what_queued_meanwhile_is_written(monkeypatch):
+    # held from more tries than other failures get
+    down, tries, in_try, submitted = outage(monkeypatch, lambda batch: len(batch.transitions),
+                                            held_from=projection.ATTEMPTS + 1)
     writer = ProjectionWriter(backoff=ExponentialWithJitterBackoff(cap=0.02, base=0.005)).start()
     order = []
     try:
@@ -163,18 +173,8 @@ def test_a_retry_takes_in_what_queued_only_up_to_a_catching_up_transactions_rows
     retry takes 1 of them (2 rows, the cap), the next transactions the other 3, 2 at most
     each."""
     monkeypatch.setattr(projection, "MERGED_ROWS", 2)
-    original, down, tries = projection.write, threading.Event(), []
-    in_try, submitted = threading.Event(), threading.Event()
-
-    def write(batch):
-        tries.append(sorted(batch.pods))
-        if down.is_set():
-            in_try.set()
-            submitted.wait(10)
-            raise OperationalError("connection refused (test)")
-        original(batch)
-    monkeypatch.setattr(projection, "write", write)
-    down.set()
+    down, tries, in_try, submitted = outage(monkeypatch, lambda batch: sorted(batch.pods),
+                                            held_from=1)
     writer = ProjectionWriter(backoff=ExponentialWithJitterBackoff(cap=0.02, base=0.005)).start()
     try:
         writer.submit(Batch(pods={"a": row("a", "Added", 1)}))
