@@ -28,8 +28,6 @@ through the Kubernetes API like any user:
   "demo-restore-snapshot" not found. not found`; beside it a job mounting a claim that
   exists, which is placed as any pod (the claims' existence is all that is checked).
 """
-from collections import Counter
-
 from kubernetes import client
 
 from schedcache.resource import node_allocatable, pod_requests
@@ -97,42 +95,32 @@ def free_gpus(api: client.CoreV1Api) -> tuple[str, int] | None:
     alone held `up` for minutes before the owners started): it lists the nodes, a page at
     a time, then the pods of each candidate node alone (`spec.nodeName=`, the field
     selector kubelets list their pods by)."""
-    total = Counter()
-
-    def node_gpus(node):
-        return node["metadata"]["name"], node_allocatable(node).scalar_resources.get(GPU, 0)
-
-    def pod_gpus(pod):
-        if (pod.get("status") or {}).get("phase") in _FINISHED:
-            return 0
-        return pod_requests(pod["spec"])[0].scalar_resources.get(GPU, 0)
-
-    def count_nodes(page):
-        if page.first:     # a list that starts again (after an expired continue token)
-            total.clear()
-        total.update({name: gpus for name, gpus in page.items if gpus})
-
-    Reflector(api, "nodes", count_nodes, page_size=PAGE_SIZE, digest=node_gpus,
-              stream_pages=True).list_once()
-    candidates = sorted(total.items(), key=lambda item: (-item[1], item[0]))[:CANDIDATES]
+    total = [(name, gpus) for name, gpus in _listed(api, "nodes", _node_gpus) if gpus]
+    candidates = sorted(total, key=lambda item: (-item[1], item[0]))[:CANDIDATES]
     if not candidates:
         return None
-    return max(((name, gpus - _gpus_used(api, name, pod_gpus)) for name, gpus in candidates),
+    used = {name: sum(_listed(api, "pods", _pod_gpus, field_selector=f"spec.nodeName={name}"))
+            for name, _ in candidates}
+    return max(((name, gpus - used[name]) for name, gpus in candidates),
                key=lambda item: item[1])
 
 
-def _gpus_used(api: client.CoreV1Api, node: str, pod_gpus) -> int:
-    """The GPUs that the pods on `node` request (finished pods' not counted)."""
-    used = []
+def _listed(api: client.CoreV1Api, kind: str, digest, field_selector: str = "") -> list:
+    """Every `kind` object (of `field_selector`), each cut by `digest` as its page is read,
+    so a page of whole objects at a time is held (list_once hands its sink nothing)."""
+    return Reflector(api, kind, sink=None, page_size=PAGE_SIZE, digest=digest,
+                     field_selector=field_selector).list_once().items
 
-    def count_pods(page):
-        if page.first:
-            used.clear()
-        used.extend(page.items)
 
-    Reflector(api, "pods", count_pods, page_size=PAGE_SIZE, digest=pod_gpus,
-              field_selector=f"spec.nodeName={node}", stream_pages=True).list_once()
-    return sum(used)
+def _node_gpus(node) -> tuple[str, int]:
+    return node["metadata"]["name"], node_allocatable(node).scalar_resources.get(GPU, 0)
+
+
+def _pod_gpus(pod) -> int:
+    """The GPUs a pod requests; a finished pod's are free again."""
+    if (pod.get("status") or {}).get("phase") in _FINISHED:
+        return 0
+    return pod_requests(pod["spec"])[0].scalar_resources.get(GPU, 0)
 
 
 def stage(api: client.CoreV1Api) -> list[str]:
