@@ -312,9 +312,9 @@ class ProjectionWriter:
         failures = 0
         while True:
             close_old_connections()
-            if batch.checkpoint is not None:
-                batch.checkpoint.row()     # encoded before the deadline: CPU, not the database
             try:
+                if batch.checkpoint is not None:
+                    batch.checkpoint.row()   # encoded before the deadline: CPU, not the database
                 # A database that answers nothing is given up after the bound, and the
                 # write retried on a new connection as after a cut (issue 22).
                 with bounded(connections["default"], write_bound(batch)):

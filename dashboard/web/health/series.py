@@ -32,7 +32,8 @@ CHARTS = [
                            ("Not yet on the pages", "read_model_backlog", "level", "")]),
     ("lag", "seconds", [("Feed lag", "feed_lag", "level", "")]),
 ]
-_FIELDS = ["at", "period", "counted_from"] + [field for _, _, lines in CHARTS for _, field, _, _ in lines]
+_FIELDS = ["at", "period", "counted_from"] + [field for _, _, lines in CHARTS
+                                               for _, field, _, _ in lines]
 
 
 class BadRange(ValueError):
