@@ -408,6 +408,12 @@ if SCHEDVIEW_HISTORY_KEEP < 0 or SCHEDVIEW_PRUNE_PERIOD <= 0:
     raise ImproperlyConfigured("SCHEDVIEW_HISTORY_KEEP must be >= 0 (0: keep all) and "
                                "SCHEDVIEW_PRUNE_PERIOD > 0, not "
                                f"{SCHEDVIEW_HISTORY_KEEP} and {SCHEDVIEW_PRUNE_PERIOD}")
+# Seconds between VACUUMs of the tables the owner rewrites, run where PostgreSQL's
+# autovacuum does not cover them (dashboard/worker/vacuum.py; 0: never).
+SCHEDVIEW_VACUUM_PERIOD = env.float("SCHEDVIEW_VACUUM_PERIOD", default=30.0)
+if SCHEDVIEW_VACUUM_PERIOD < 0:
+    raise ImproperlyConfigured("SCHEDVIEW_VACUUM_PERIOD must be >= 0 (0: never), "
+                               f"not {SCHEDVIEW_VACUUM_PERIOD}")
 # The owner checkpoints the whole cache every SCHEDVIEW_CHECKPOINT_PERIOD seconds (0: never):
 # a moment of the past is read as the checkpoint before it plus at most this long of history
 # (dashboard/readmodel/moment.py). Checkpoints are pruned with the history they need.
@@ -428,6 +434,10 @@ CELERY_BEAT_SCHEDULE = {
                       "schedule": SCHEDVIEW_SAMPLE_PERIOD,
                       "options": {"expires": SCHEDVIEW_SAMPLE_PERIOD * 0.9}},
 }
+if SCHEDVIEW_VACUUM_PERIOD:
+    CELERY_BEAT_SCHEDULE["vacuum"] = {"task": "worker.tasks.vacuum",
+                                      "schedule": SCHEDVIEW_VACUUM_PERIOD,
+                                      "options": {"expires": SCHEDVIEW_VACUUM_PERIOD * 0.9}}
 # The embedded default schedules the simulated cluster's pending pods itself: `manage.py up`
 # runs `manage.py standin` (a stand-in for kube-scheduler driving the extender), a period
 # every this many seconds, so every state of the machine shows. 0: `up` runs no stand-in.

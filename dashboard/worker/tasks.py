@@ -1,5 +1,5 @@
 """Celery tasks: bind calls, the expiry reaper, the cache/cluster comparer, history pruning,
-the embedded default's scheduler.
+vacuuming, the embedded default's scheduler.
 
 The owner decides and assumes; these tasks do the binds nobody waits for (an
 operator's or a tool's assume, the extender binding a pod itself): the Binding POST
@@ -44,6 +44,7 @@ from dashboard.models import LeaseTerm
 from dashboard.readmodel import health
 from dashboard.wire.tasks import BIND_POD, BIND_PODS
 from dashboard.worker import history_retention, worker_probes  # noqa: F401  (its signals serve the probes)
+from dashboard.worker import vacuum as worker_vacuum
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +195,12 @@ def prune_history() -> dict:
     """Keep the history to its configured size (history_retention); runs on any worker."""
     return history_retention.prune(settings.SCHEDVIEW_HISTORY_KEEP,
                                    health_kept=settings.SCHEDVIEW_SAMPLE_KEEP)
+
+
+@app.task(name="worker.tasks.vacuum", ignore_result=True)
+def vacuum() -> list:
+    """VACUUM the tables the owner rewrites where autovacuum does not (worker.vacuum)."""
+    return worker_vacuum.vacuum_uncovered()
 
 
 @app.task(name="worker.tasks.sample_health", ignore_result=True)

@@ -86,6 +86,13 @@ def test_a_history_size_or_prune_period_that_cannot_work_is_refused(load_setting
         load_settings(**environment)
 
 
+def test_the_rewritten_tables_are_vacuumed_every_30_s_unless_turned_off(load_settings):
+    assert load_settings()["CELERY_BEAT_SCHEDULE"]["vacuum"]["schedule"] == 30.0
+    assert "vacuum" not in load_settings(SCHEDVIEW_VACUUM_PERIOD="0")["CELERY_BEAT_SCHEDULE"]
+    with pytest.raises(ImproperlyConfigured, match="SCHEDVIEW_VACUUM_PERIOD"):
+        load_settings(SCHEDVIEW_VACUUM_PERIOD="-1")
+
+
 def test_the_history_is_pruned_to_a_million_transitions_by_default(load_settings):
     s = load_settings()
     assert s["SCHEDVIEW_HISTORY_KEEP"] == 1_000_000
