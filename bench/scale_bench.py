@@ -5,7 +5,7 @@ latency, the feed's lag, lease handovers and the database's size, in one table.
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/h_me REDIS_URL=redis://127.0.0.1:6379/N \
     .venv/bin/python bench/scale_bench.py [--nodes 500] [--pods 15000] [--churn 200]
                                           [--steady 60] [--requests 30] [--timeout 1800]
-                                          [--complete-within 600]
+                                          [--complete-within 600] [--keep-log FILE]
 
 It runs `manage.py up` (simulated cluster, two owners, pools, worker, beat, stand-in, web)
 on the database and Redis of the environment, each emptied first (the database's tables
@@ -24,6 +24,7 @@ left after 30 s is killed), however the run ends.
 import argparse
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -355,6 +356,8 @@ def main():
     parser.add_argument("--complete-within", type=float, default=600.0,
                         help="seconds after the sync the read model may take to catch up "
                              "(past them the run goes on, saying so)")
+    parser.add_argument("--keep-log", type=Path, default=None,
+                        help="copy the stack's log (up's and its children's) here at the end")
     args = parser.parse_args()
     if not (os.environ.get("DATABASE_URL") and os.environ.get("REDIS_URL")):
         parser.error("DATABASE_URL and REDIS_URL name the database and Redis the stack runs on")
@@ -373,6 +376,8 @@ def main():
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, signal.SIG_IGN)
             up.stop()
+            if args.keep_log is not None:
+                shutil.copyfile(up.log, args.keep_log)
 
 
 if __name__ == "__main__":

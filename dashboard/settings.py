@@ -233,6 +233,12 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["OPTIONS"]["pool"] = {
             "min_size": 1, "max_size": _pool,
             "timeout": env.float("SCHEDVIEW_DB_POOL_TIMEOUT", default=2.0)}
+# The same backends, without Django's log of every statement while DEBUG is on
+# (dashboard/runtime/db_backends).
+DATABASES["default"]["ENGINE"] = {
+    "django.db.backends.sqlite3": "dashboard.runtime.db_backends.sqlite3",
+    "django.db.backends.postgresql": "dashboard.runtime.db_backends.postgresql",
+}.get(DATABASES["default"]["ENGINE"], DATABASES["default"]["ENGINE"])
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL names the Redis of Channels and Celery; redis_settings() derives

@@ -29,7 +29,7 @@ def test_embedded_defaults(load_settings):
     s = load_settings()
     var = BASE_DIR / "var"
     assert s["DEBUG"] is True
-    assert s["DATABASES"]["default"]["ENGINE"] == "django.db.backends.sqlite3"
+    assert s["DATABASES"]["default"]["ENGINE"] == "dashboard.runtime.db_backends.sqlite3"
     assert s["DATABASES"]["default"]["NAME"] == str(var / "schedview.sqlite3")
     assert s["EMBEDDED_REDIS_SOCKET"] == var / "redis.sock"
     assert s["REDIS_URL"] == f"unix://{var}/redis.sock"
@@ -50,7 +50,7 @@ def test_postgres_and_redis_over_tcp(load_settings):
                       REDIS_URL="redis://127.0.0.1:6379/0")
     db = s["DATABASES"]["default"]
     assert (db["ENGINE"], db["NAME"], db["USER"], db["HOST"], db["PORT"]) == (
-        "django.db.backends.postgresql", "test", "postgres", "127.0.0.1", 5432)
+        "dashboard.runtime.db_backends.postgresql", "test", "postgres", "127.0.0.1", 5432)
     assert s["EMBEDDED_REDIS_SOCKET"] is None
     assert s["CHANNEL_LAYERS"]["default"]["CONFIG"]["hosts"][0]["address"] == "redis://127.0.0.1:6379/0"
     assert s["CELERY_BROKER_URL"] == "redis://127.0.0.1:6379/0"
