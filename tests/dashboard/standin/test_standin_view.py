@@ -142,3 +142,18 @@ def test_a_relist_digests_only_the_pods_that_changed(listed, same):
     assert view.sync()
     assert view.algorithm.records.by_name["n1"].free_cpu == free     # the bound pod, once
     assert view.pods[listed["metadata"]["uid"]] is digest
+
+
+def test_the_view_keeps_its_nodes_as_names_and_the_cache_the_nodes():
+    view = synced()
+    bigger = make_node("n1", allocatable={"cpu": "64", "memory": "128Gi", "pods": "110"})
+    view._receive(Watched("nodes", "MODIFIED", bigger, "2"))
+    view._receive(Watched("nodes", "ADDED", make_node("n2"), "3"))
+    view.sync()
+    assert view.nodes == {"n1", "n2"}
+    assert view.cache.node_info("n1").allocatable.milli_cpu == 64_000
+    view._receive(Watched("nodes", "DELETED", make_node("n2"), "4"))
+    view._receive(Watched("nodes", "DELETED", make_node("gone"), "5"))   # never seen
+    view._receive(Relisted("nodes", [make_node("n3")], "6"))    # n1 went while unwatched
+    view.sync()
+    assert view.nodes == {"n3"} and view.cache.node_names() == ["n3"]
