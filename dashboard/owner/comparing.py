@@ -7,8 +7,8 @@ copies of the nodes: O(nodes), and they never change after); the comparison itse
 (every pod, every node's aggregates rebuilt: seconds at 600,000 pods, which once held
 reap commands 6.6 s and lost the lease) runs in a thread of its own and queues its
 report on the feed (`Compared`), which the owner's thread settles and records
-(`record`): what changed after the lists were taken is the feed being ahead, not
-drift (`_settled`). Beside the cache, the read model's rows are compared with the
+(`record`): what the cache has caught up on by then, ahead of the lists or after
+having been behind them, is not drift (`_settled`). Beside the cache, the read model's rows are compared with the
 same dump (`row_drift.py`) once the owner has written its rows of every pod and node
 (pruned); rows found wrong are rewritten.
 """
@@ -183,23 +183,37 @@ class Comparer:
         self._busy.clear()
 
     def _settled(self, report, listed_at):
-        """Drop what changed after the lists were taken: that is the feed being ahead, not drift."""
-        def cached_rv(uid):
+        """Keep only what the cache still gets wrong now, as the owner settles the report:
+        what changed after the lists were taken is the feed being ahead, and what changed
+        before them but reached the cache only after its dump is the feed having been
+        behind. Under load the decoder ran seconds behind the API server, and every pod
+        changed in those seconds read as drift: a relist of 600,000 pods every comparison
+        (issue 26). Real drift stays: a lost event does not heal by itself."""
+        def pod_rv(uid):
             info = self.cache.pod_info(uid)
             return info.resource_version if info is not None else ""
+
+        def pod_node(uid):
+            info = self.cache.pod_info(uid)
+            return info.node_name if info is not None else None
 
         def node_rv(name):
             info = self.cache.node_info(name)
             return _rv(info.node) if info is not None and info.has_node else ""
 
-        report.stale_pods = [s for s in report.stale_pods if not newer(s[1], listed_at)]
+        def still_older(now, cluster_rv):
+            """The cache holds it now, at neither the cluster's version nor a later one."""
+            return bool(now) and now != cluster_rv and not newer(now, listed_at)
+
+        report.stale_pods = [s for s in report.stale_pods if still_older(pod_rv(s[0]), s[2])]
+        report.wrong_node_pods = [w for w in report.wrong_node_pods if pod_node(w[0]) == w[1]]
         report.redundant_pods = [u for u in report.redundant_pods
-                                 if not newer(cached_rv(u), listed_at)]
+                                 if pod_rv(u) and not newer(pod_rv(u), listed_at)]
         report.missed_pods = [u for u in report.missed_pods
-                              if not newer(self.removed.get(u), listed_at)]
-        report.stale_nodes = [s for s in report.stale_nodes if not newer(s[1], listed_at)]
+                              if not pod_rv(u) and not newer(self.removed.get(u), listed_at)]
+        report.stale_nodes = [s for s in report.stale_nodes if still_older(node_rv(s[0]), s[2])]
         report.redundant_nodes = [n for n in report.redundant_nodes
-                                  if not newer(node_rv(n), listed_at)]
+                                  if node_rv(n) and not newer(node_rv(n), listed_at)]
         report.missed_nodes = [n for n in report.missed_nodes
-                               if not newer(self.removed.get(n), listed_at)]
+                               if not node_rv(n) and not newer(self.removed.get(n), listed_at)]
         return report

@@ -197,6 +197,44 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
     assert not owner.latest_report.clean
 
 
+def versioned(p, version):
+    return dict(p, metadata=dict(p["metadata"], resourceVersion=version))
+
+
+def test_changes_before_the_lists_the_cache_got_after_its_dump_are_not_drift(owner):
+    # Issue 26: under load the watch ran seconds behind the lists, and every pod changed in
+    # those seconds read as drift, a relist of every pod at each comparison.
+    a, b, lost, moved = pod("a", "n1"), pod("b", "n1"), pod("lost", "n1"), pod("moved", "n1")
+    c, missed = pod("c", "n1", resource_version="27"), pod("missed", "n1", resource_version="26")
+    synced(owner, nodes("n1", "n2"), [a, b, lost, moved])
+    dumped, release = threading.Event(), threading.Event()
+    real = comparing_module.compare_dump
+
+    def compare_then_wait(*args):
+        report = real(*args)
+        dumped.set()
+        assert release.wait(10), "the test never released the comparison"
+        return report
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(comparing_module, "compare_dump", compare_then_wait)
+        # The lists (version 30): a changed (25), b deleted, c created (27), lost changed
+        # (26) by an event the watch lost, moved put on n2 by one it lost too.
+        lists = [versioned(a, "25"), c, versioned(lost, "26"), missed,
+                 versioned(pod("moved", "n2"), "24")]
+        owner.apply(CompareRequest(nodes("n1", "n2"), lists, "30"))
+        assert dumped.wait(10)
+        # ...the watch hands over what it was behind on after the dump was compared
+        feed(owner, watched("pods", "MODIFIED", versioned(a, "25")),
+             watched("pods", "DELETED", versioned(b, "28")),
+             watched("pods", "ADDED", c))
+        release.set()
+        owner.apply(owner.feed.get(timeout=10))
+    report = owner.latest_report
+    assert (report.stale_pods, report.redundant_pods, report.missed_pods) == (
+        [(uid(lost), "1", "26")], [], [uid(missed)])
+    assert report.wrong_node_pods == [(uid(moved), "n1", "n2")]
+
+
 def test_a_comparison_runs_off_the_owners_thread(owner, monkeypatch):
     # the owner keeps applying the watch while a long comparison runs (issue 26: one on
     # the owner's thread held reap commands 6.6 s and lost the lease)
