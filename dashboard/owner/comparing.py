@@ -8,9 +8,9 @@ copies of the nodes: O(nodes), and they never change after); the comparison itse
 reap commands 6.6 s and lost the lease) runs in a thread of its own and queues its
 report on the feed (`Compared`), which the owner's thread settles and records
 (`record`): what the cache has caught up on by then, ahead of the lists or after
-having been behind them, is not drift (`_settled`). Beside the cache, the read model's rows are compared with the
-same dump (`row_drift.py`) once the owner has written its rows of every pod and node
-(pruned); rows found wrong are rewritten.
+having been behind them, is not drift (`_settled`). Beside the cache, the read model's
+rows are compared with the same dump (`row_drift.py`) once the owner has written its rows
+of every pod and node (pruned); rows found wrong are rewritten.
 """
 import logging
 import threading
@@ -201,19 +201,21 @@ class Comparer:
             info = self.cache.node_info(name)
             return _rv(info.node) if info is not None and info.has_node else ""
 
+        def held(now):
+            """The cache holds it now ("": it does not), at no version past the lists'."""
+            return bool(now) and not newer(now, listed_at)
+
         def still_older(now, cluster_rv):
-            """The cache holds it now, at neither the cluster's version nor a later one."""
-            return bool(now) and now != cluster_rv and not newer(now, listed_at)
+            """Held now, at neither the cluster's version nor a later one."""
+            return held(now) and now != cluster_rv
 
         report.stale_pods = [s for s in report.stale_pods if still_older(pod_rv(s[0]), s[2])]
         report.wrong_node_pods = [w for w in report.wrong_node_pods if pod_node(w[0]) == w[1]]
-        report.redundant_pods = [u for u in report.redundant_pods
-                                 if pod_rv(u) and not newer(pod_rv(u), listed_at)]
+        report.redundant_pods = [u for u in report.redundant_pods if held(pod_rv(u))]
         report.missed_pods = [u for u in report.missed_pods
                               if not pod_rv(u) and not newer(self.removed.get(u), listed_at)]
         report.stale_nodes = [s for s in report.stale_nodes if still_older(node_rv(s[0]), s[2])]
-        report.redundant_nodes = [n for n in report.redundant_nodes
-                                  if node_rv(n) and not newer(node_rv(n), listed_at)]
+        report.redundant_nodes = [n for n in report.redundant_nodes if held(node_rv(n))]
         report.missed_nodes = [n for n in report.missed_nodes
                                if not node_rv(n) and not newer(self.removed.get(n), listed_at)]
         return report

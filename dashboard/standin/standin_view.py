@@ -78,7 +78,7 @@ def _ref(uid) -> dict:
 
 
 def _node_ref(name) -> dict:
-    """A node as the cache's removal and the old side of its update need it: its name."""
+    """A node as the old side of the cache's update, and a removal, need it: its name."""
     return {"metadata": {"name": name}}
 
 
@@ -238,7 +238,7 @@ class ClusterView:
         if kind == "DELETED":
             if name in self.nodes:
                 self.nodes.remove(name)
-                self.cache.remove_node(_node_ref(name))
+                self.cache.remove_node(node)
             return
         if name in self.nodes:
             self.cache.update_node(_node_ref(name), node)
