@@ -1,11 +1,13 @@
 """The reflector against a simulated cluster over real HTTP with the official client, and
 against a scripted server (real socket) for the bytes the simulated cluster never sends."""
 
+import gc
 import logging
 import math
 import random
 import threading
 import time
+import weakref
 
 import orjson
 import pytest
@@ -236,6 +238,31 @@ def test_a_digest_stands_for_every_object_listed_and_watched(sim, v1):
     assert got[0].items == [("digest", p["metadata"]["name"]) for p in sim.pods()
                             if p["metadata"]["name"] != "d1"]
     assert [(w.type, w.obj) for w in got[1:]] == [("ADDED", ("digest", "d1"))]
+
+
+class Listed:
+    """A digest that a weak reference can follow."""
+
+
+def test_a_list_handed_over_is_not_held_through_the_watch(sim):
+    """The list is the sink's once handed over: a reflector that kept it through the watch
+    held 20,000 whole nodes (950 MB) in the stand-in for as long as the watch lasted."""
+    listed = []
+
+    def sink(item):
+        if isinstance(item, Relisted):
+            listed.extend(weakref.ref(obj) for obj in item.items)
+
+    r = Reflector(client.CoreV1Api(sim.api_client()), "nodes", sink, page_size=2,
+                  digest=lambda obj: Listed())
+    thread = r.start()
+    try:
+        wait_reflector(r, lambda r: r.state == "watching", "the watch")
+        gc.collect()
+        assert listed and [ref for ref in listed if ref() is not None] == []
+    finally:
+        r.stop()
+        thread.join(WAIT)
 
 
 def test_the_next_page_is_asked_for_while_this_one_is_parsed(sim):
