@@ -5,7 +5,11 @@ from types import SimpleNamespace
 import orjson
 import pytest
 
+from schedcache import Cache
+
 from simcluster.generate import make_node, make_pod
+
+from scheduling.noderecords import NodeRecord
 
 from dashboard.kube.reflector import CLAIMS, Relisted, Watched
 from dashboard.standin.standin_view import (
@@ -16,6 +20,7 @@ from dashboard.standin.standin_view import (
     PendingPod,
     VictimFacts,
     kept,
+    node_filtered,
 )
 
 NOW = "2026-11-29T06:00:00Z"
@@ -157,3 +162,36 @@ def test_the_view_keeps_its_nodes_as_names_and_the_cache_the_nodes():
     view._receive(Relisted("nodes", [make_node("n3")], "6"))    # n1 went while unwatched
     view.sync()
     assert view.nodes == {"n3"} and view.cache.node_names() == ["n3"]
+
+
+FILTERED = {
+    "plain": make_node("n1", images=[{"names": ["registry/app:v1"], "sizeBytes": 10}]),
+    "tainted, labelled, GPUs": make_node(
+        "n2", gpus=8, labels={"team": "ml"},
+        taints=[{"key": "gpu", "value": "true", "effect": "NoSchedule"}]),
+    "cordoned": with_(make_node("n3"), spec={"unschedulable": True}),
+    "bare": {"metadata": {"name": "n4"}},
+}
+
+
+def _filters_read(record):
+    return (record.labels, record.taints, record.unschedulable, record.zone, record.free_cpu,
+            record.free_memory, record.free_pods, record.free_scalars)
+
+
+@pytest.mark.parametrize("node", FILTERED.values(), ids=FILTERED)
+def test_a_node_is_kept_as_the_filter_plugins_read_it(node):
+    """What kube-scheduler's filters read of the filtered node is what they read of the whole
+    one; what they never read (images, conditions, annotations) is not kept."""
+    view = ClusterView(api())
+    assert view._reflectors["nodes"].digest is node_filtered
+    whole, filtered = Cache(ttl=0), Cache(ttl=0)
+    whole.add_node(node)
+    filtered.add_node(node_filtered(node))
+    name = node["metadata"]["name"]
+    read = [_filters_read(NodeRecord(cache.node_info(name), 0)) for cache in (whole, filtered)]
+    assert read[0] == read[1]
+    kept_node = filtered.node_info(name).node
+    assert set(kept_node["status"]) == {"allocatable"}
+    assert "annotations" not in kept_node["metadata"]
+    assert filtered.node_info(name).image_states == {}
