@@ -2,8 +2,8 @@
 
 Pods arrive digested (see decoder.py): a record is `(packed PodInfo, kept annotations)`,
 or `(None, uid, resourceVersion, why)` for a pod that could not be digested. Bound pods
-go to the cache; unbound ones are kept aside as `pending` (lean Mappings), which the
-commands and the extender read; pods and nodes that left are remembered with the
+go to the cache; unbound ones are kept aside as `pending` (pending_pods.py: digested,
+thawed to a lean Mapping when read), which the commands and the extender read; pods and nodes that left are remembered with the
 version of their removal, so the comparer can tell "removed since the list".
 """
 import logging
@@ -13,6 +13,7 @@ from schedcache import CacheCorruptedError, CacheError
 from schedcache.podinfo import unpack_pod_info
 
 from dashboard.owner.decoder import DecodedEvents, DecodedPage
+from dashboard.owner.pending_pods import PendingPods, lean_pod
 from dashboard.owner.pod_ref import pod_ref
 
 log = logging.getLogger(__name__)
@@ -33,27 +34,18 @@ def _record_uid(record):
     return record[0][0] if record[0] is not None else record[1]
 
 
-def _lean_pod(info, annotations):
-    """A digested pod as a Mapping, with the annotations its record kept."""
-    pod = info.pod
-    if annotations:
-        pod["metadata"]["annotations"] = annotations
-    return pod
-
-
 class FeedApplier:
     """`stats` counts applied, skipped and corrupted events (the owner's, shared);
     `on_pods_listed(annotated pods)` hears of every complete pod list (the extender
     restores from the pods' bind-info annotation), `on_pod_deleted(uid)` of every pod
     that was deleted or terminated."""
 
-    def __init__(self, cache, journal, rows, stats: dict, pending: dict):
+    def __init__(self, cache, journal, rows, stats: dict, pending: PendingPods):
         self.cache = cache
         self.journal = journal
         self.rows = rows
         self.stats = stats
         self.pending = pending        # uid -> pod: unbound pods the cache does not hold
-        self._pending_by_name = {}    # (namespace, name) -> uid
         # Pending pods that came, changed or left so far: the live Pending and pod pages
         # see it move in the published status (they carry no cache event of their own).
         self.pending_changes = 0
@@ -92,11 +84,11 @@ class FeedApplier:
 
     def uid_named(self, namespace: str, name: str):
         """The uid of the pending pod `namespace/name`, or None."""
-        return self._pending_by_name.get((namespace, name))
+        return self.pending.uid_named(namespace, name)
 
     def watched_pod(self, uid):
-        """The pod as the watch has shown it (pending, or as the cache holds it), else None.
-        A pending pod is the Mapping the rows read too: callers copy before changing it."""
+        """The pod as the watch has shown it (pending, or as the cache holds it), else None:
+        a fresh Mapping each time."""
         pod = self.pending.get(uid)
         if pod is not None:
             return pod
@@ -124,7 +116,7 @@ class FeedApplier:
             self._remove_pod(uid, info.resource_version)
             return
         if not info.node_name:
-            self._track_pending(uid, _lean_pod(info, annotations))
+            self._track_pending(info, annotations)
             self.stats["applied"] += 1
             return
         self._forget_pending(uid)
@@ -169,18 +161,13 @@ class FeedApplier:
         if len(self.removed) > REMEMBERED_REMOVALS:
             self.removed.popitem(last=False)
 
-    def _track_pending(self, uid, pod):
-        self.pending[uid] = pod
-        meta = pod.get("metadata") or {}
-        self._pending_by_name[(meta.get("namespace") or "", meta.get("name") or "")] = uid
-        self.rows.dirty_pods.add(uid)
+    def _track_pending(self, info, annotations):
+        self.pending.put(info, annotations)
+        self.rows.dirty_pods.add(info.key)
         self.pending_changes += 1
 
     def _forget_pending(self, uid):
-        pod = self.pending.pop(uid, None)
-        if pod is not None:
-            meta = pod.get("metadata") or {}
-            self._pending_by_name.pop((meta.get("namespace") or "", meta.get("name") or ""), None)
+        if self.pending.pop(uid) is not None:
             self.rows.dirty_pods.add(uid)
             self.pending_changes += 1
             if self.on_unpended is not None:
@@ -232,7 +219,7 @@ class FeedApplier:
             self._apply_pod_record("MODIFIED", record)
         # only annotated pods matter to on_pods_listed: the extender restores from the
         # bind-info annotation
-        annotated.extend(_lean_pod(unpack_pod_info(r[0]), r[1])
+        annotated.extend(lean_pod(unpack_pod_info(r[0]), r[1])
                          for r in page.items if r[0] is not None and r[1])
 
     def _drop_unlisted_pods(self, listed):

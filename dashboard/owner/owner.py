@@ -17,7 +17,7 @@ import time
 import orjson
 
 from schedcache import Cache, Snapshot
-from scheduling.diagnosis import Diagnoser, claim_keys
+from scheduling.diagnosis import Diagnoser
 
 from dashboard.kube.claims import ClaimNames
 from dashboard.kube.reflector import CLAIMS
@@ -37,6 +37,7 @@ from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.handlers import CommandHandlers, command_cause
 from dashboard.owner.journal import Journal, utc
 from dashboard.owner.owner_metrics import OwnerMetrics
+from dashboard.owner.pending_pods import PendingPods
 from dashboard.owner.pending_reasons import PendingReasons
 from dashboard.owner.rows import ReadModelRows
 from dashboard.owner.status import owner_status
@@ -79,7 +80,7 @@ class CacheOwner:
         self.journal = Journal(cache, clock, seq_base)
         self.changes = CacheChanges(cache, self.journal)
         self.replay_notes = ReplayNotes(cache)
-        pending = {}                  # uid -> pod: the feed's, the rows read it
+        pending = PendingPods()       # uid -> pod: the feed's, the rows read it
         self.rows = ReadModelRows(cache, self.journal, pending, epoch, clock)
         self.applier = FeedApplier(cache, self.journal, self.rows, self.stats, pending)
         # Why pods pend: the `diagnose` command's, and the pending pods' reasons each flush
@@ -175,7 +176,7 @@ class CacheOwner:
             claims.deny()
         self.diagnoser.claims = claims if claims.known else None
         if known != claims.known or (changed and any(
-                key in changed for pod in self.pending.values() for key in claim_keys(pod))):
+                key in changed for entry in self.pending.entries() for key in entry.claims)):
             self.pending_reasons.recount()
         return done
 

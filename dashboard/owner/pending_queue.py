@@ -10,9 +10,8 @@ thousands of pods (bench/pending_bench.py), and no index to keep at every flush.
 """
 from collections import Counter
 
-from scheduling.queue_sort import queue_key
-
 from dashboard.owner.commands import CommandError
+from dashboard.owner.pending_pods import PendingPods
 from dashboard.wire.pending import MAX_FILTER, MAX_LIMIT
 
 # A pod that came after the last complete sweep began has no reason yet.
@@ -39,36 +38,36 @@ def _largest_first(counts: Counter) -> list:
             sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def pending_page(pending: dict, cache, reasons: dict, args: dict) -> dict:
-    """`pending`: uid -> pod (the owner's); `reasons`: uid -> first reason.
+def pending_page(pending: PendingPods, cache, reasons: dict, args: dict) -> dict:
+    """`pending`: the owner's; `reasons`: uid -> first reason.
     args: reason?, namespace?, offset?, limit?. Returns {"queued": pods in the queue,
     "total": those matching, "counts": {"reason": [[reason, pods]...] under the namespace
     filter, "namespace": [...] under the reason filter, "priority": [[priority, pods]...]
-    under both}, "items": [{uid, namespace, name, priority, created, position, reason}]}."""
+    under both}, "items": [{uid, namespace, name, priority, created, position, reason}]}.
+    Read from each pod's queue order (priority, creation, namespace, name): none is thawed."""
     reason, namespace = _filter(args, "reason"), _filter(args, "namespace")
     offset, limit = _count(args, "offset", 0, 10 ** 9), _count(args, "limit", 50, MAX_LIMIT)
-    queue = sorted((pod for uid, pod in pending.items() if cache.pod_info(uid) is None),
-                   key=queue_key)
+    queue = sorted((entry for entry in pending.entries()
+                    if cache.pod_info(entry.info.key) is None), key=lambda entry: entry.order)
     by_reason, by_namespace, by_priority = Counter(), Counter(), Counter()
     matching = []
-    for position, pod in enumerate(queue, 1):
-        meta = pod["metadata"]
-        why = reasons.get(meta["uid"], UNSWEPT)
-        in_namespace = not namespace or meta.get("namespace") == namespace
+    for position, entry in enumerate(queue, 1):
+        uid = entry.info.key
+        negated_priority, created, pod_namespace, name = entry.order
+        why = reasons.get(uid, UNSWEPT)
+        in_namespace = not namespace or pod_namespace == namespace
         for_reason = not reason or why == reason
         if in_namespace:
             by_reason[why] += 1
         if for_reason:
-            by_namespace[meta.get("namespace") or ""] += 1
+            by_namespace[pod_namespace] += 1
         if in_namespace and for_reason:
-            priority = (pod.get("spec") or {}).get("priority") or 0
-            by_priority[priority] += 1
-            matching.append((position, pod, why, priority))
-    items = [{"uid": pod["metadata"]["uid"], "namespace": pod["metadata"].get("namespace"),
-              "name": pod["metadata"]["name"], "priority": priority,
-              "created": pod["metadata"].get("creationTimestamp"), "position": position,
-              "reason": why}
-             for position, pod, why, priority in matching[offset:offset + limit]]
+            by_priority[-negated_priority] += 1
+            matching.append((position, uid, entry.order, why))
+    items = [{"uid": uid, "namespace": pod_namespace, "name": name, "priority": -negated_priority,
+              "created": created or None, "position": position, "reason": why}
+             for position, uid, (negated_priority, created, pod_namespace, name), why
+             in matching[offset:offset + limit]]
     return {"queued": len(queue), "total": len(matching),
             "counts": {"reason": _largest_first(by_reason),
                        "namespace": _largest_first(by_namespace),

@@ -65,13 +65,14 @@ class PendingReasons:
             if now < self._next:
                 return
             self._queue, self._sweep, self._shared, self._found, self._summaries = (
-                list(self.pending.items()), {}, {}, {}, {})
+                list(self.pending), {}, {}, {}, {})
             self._next = now + PERIOD
         stop = self.timer() + BUDGET
         queue = self._queue
         while queue:     # one pod at least each step, so every sweep ends
-            uid, pod = queue.pop()
-            if self.cache.pod_info(uid) is not None:
+            uid = queue.pop()
+            pod = self.pending.get(uid)     # thawed only now: tens of thousands may pend
+            if pod is None or self.cache.pod_info(uid) is not None:
                 continue
             key = signature(pod)
             reason = self._shared.get(key)

@@ -6,6 +6,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from schedcache import Cache
+from schedcache.podinfo import make_pod_info
 
 from dashboard.owner import pending_reasons
 from dashboard.owner.owner import CacheOwner
@@ -69,14 +70,14 @@ def test_equal_pods_share_one_diagnosis_and_the_count_waits_for_the_period(owner
     by the next sweep, PERIOD later."""
     twin = copy.deepcopy(owner.pending["uid-case-cpu"])    # as the feed digested it
     twin["metadata"].update(name="case-cpu-twin", uid="uid-twin")
-    owner.pending["uid-twin"] = twin
+    owner.pending.put(make_pod_info(twin), None)
     made = []
     diagnose = owner.diagnoser.diagnose
     monkeypatch.setattr(owner.diagnoser, "diagnose", lambda pod: made.append(pod) or diagnose(pod))
     owner.flush()
     assert owner.status()["pending_reasons"]["Insufficient cpu"] == 3
     assert len(made) == 5            # six pods, the twins diagnosed once
-    del owner.pending["uid-twin"]
+    owner.pending.pop("uid-twin")
     owner.clock.now += pending_reasons.PERIOD - 1
     owner.flush()
     assert owner.status()["pending_reasons"]["Insufficient cpu"] == 3
