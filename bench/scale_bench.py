@@ -162,17 +162,19 @@ class Sampler(threading.Thread):
         return max(0, len(self.holders) - 1)
 
 
-def logged_sync(log: Path) -> float:
+def logged_sync(log: Path) -> float | None:
     """Seconds from the synced owner's "owning the cache" to its "synced:", by the log's
     timestamps (the last start of listing before the first sync: an owner that lost the
-    lease before it synced listed in vain)."""
+    lease before it synced listed in vain); None if no owner logged it: "synced:" waits
+    for the feed to drain too, which under churn faster than the owner applies never
+    happens, while the status's `synced` says only that the lists are in."""
     began = None
     for stamp, what in OWNER_LOG.findall(log.read_text(errors="replace")):
         at = datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
         if what == "synced:" and began is not None:
             return at - began
         began = at if what != "synced:" else began
-    raise SystemExit("the log has no owner's sync")
+    return None
 
 
 def owner_started(redis, holder: str) -> float:
@@ -310,9 +312,14 @@ def measure(args, up: Up, redis) -> None:
     line(f"raw list-and-parse of {listed:,} objects ({RAW_PAGE} a page"
          + (f"; {expired} continue tokens expired, the remainder listed from the 410's"
             if expired else "") + ")", f"{raw_seconds:.1f} s")
-    line("owner's sync (owning the cache to synced)", f"{sync_seconds:.1f} s")
-    line("owner's process start to synced (imports, lease)", f"{started_to_sync:.1f} s")
-    line("sync / raw list-and-parse", f"{sync_seconds / raw_seconds:.2f}")
+    if sync_seconds is None:
+        line("owner's sync (owning the cache to synced)",
+             f"never: the lists were in, the feed never drained (backlog "
+             f"{status.get('feed_backlog')}, lag {status.get('feed_lag')} s at the end)")
+    else:
+        line("owner's sync (owning the cache to synced)", f"{sync_seconds:.1f} s")
+        line("sync / raw list-and-parse", f"{sync_seconds / raw_seconds:.2f}")
+    line("owner's process start to its lists in (imports, lease)", f"{started_to_sync:.1f} s")
     if sampler.complete_at is None:
         line(f"read model complete, within {args.complete_within:g} s of the sync",
              f"no ({status.get('read_model_backlog')} changes unwritten at the end)")
