@@ -3,7 +3,8 @@
     .venv/bin/python bench/pending_bench.py [--nodes 5000 --pods 150000 --pending 2000 --runs 200]
 
 The owner holds the generated cluster (listed as a relist would, metrics_bench's owner)
-and the churn generator's new pods as pending (watch ADDED events). Three figures:
+and the churn generator's new pods as pending (watch ADDED events); what the owner holds
+for them, a pod (tracemalloc). Three timings:
 
 - the sweep of first reasons (dashboard/owner/pending_reasons.py) to its end: how many
   flushes' budgets it takes, and the owner's time in all (pods alike share one diagnosis);
@@ -15,6 +16,7 @@ import argparse
 import os
 import sys
 import time
+import tracemalloc
 from datetime import datetime, timedelta, timezone
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -56,8 +58,13 @@ def main():
     source, start = PodSource(seed=2), datetime(2026, 11, 1, tzinfo=timezone.utc)
     new = [digest_pod(source.pending_pod(start + timedelta(seconds=i)), (BIND_INFO_ANNOTATION,))
            for i in range(args.pending)]
+    tracemalloc.start()
     owner.apply(DecodedEvents("pods", [("ADDED", record) for record in new]))
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
     line("pending pods in the owner", f"{len(owner.pending):>8}")
+    line("the owner's memory for them, a pod (traced while they were applied)",
+         f"{held / len(new):>8,.0f} B")
 
     sweep = owner.pending_reasons
     sweep._next, flushes, started = 0.0, 0, time.perf_counter()

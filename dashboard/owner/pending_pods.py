@@ -1,10 +1,10 @@
 """The pending pods: what the watch shows without a node and the cache does not hold.
 
 Each is kept as the cache's digest (a PodInfo, about 1 kB) with what is read of every
-pending pod at once (its place in kube-scheduler's queue, the claims it names), not as
-the pod Mapping it thaws to (about 7 kB): under churn tens of thousands pend together
-(66,000 at 20,000 nodes, issue 26). A read by uid thaws a fresh Mapping, so no reader
-changes what another reads.
+pending pod at once (its place in kube-scheduler's queue, the claims it names, the
+signature the sweep of reasons shares a diagnosis by), not as the pod Mapping it thaws to
+(about 7 kB): under churn tens of thousands pend together (66,000 at 20,000 nodes, issue
+26). A read by uid thaws a fresh Mapping, so no reader changes what another reads.
 """
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -12,6 +12,8 @@ from typing import NamedTuple
 from schedcache.podinfo import PodInfo
 from scheduling.diagnosis import claim_keys
 from scheduling.queue_sort import queue_key
+
+from dashboard.owner.pending_reasons import signature
 
 
 def lean_pod(info: PodInfo, annotations) -> dict:
@@ -28,6 +30,9 @@ class PendingPod(NamedTuple):
     order: tuple                 # scheduling.queue_sort.queue_key(): (-priority, created,
                                  # namespace, name)
     claims: tuple                # scheduling.diagnosis.claim_keys()
+    signature: int               # hash(pending_reasons.signature()): 8 bytes where the
+                                 # signature is hundreds; two pods' colliding (odds of
+                                 # 1e-10 at 66,000) would share a diagnosis for a sweep
 
     @property
     def pod(self) -> dict:
@@ -57,6 +62,9 @@ class PendingPods(Mapping):
     def entries(self):
         return self._by_uid.values()
 
+    def entry(self, uid) -> PendingPod | None:
+        return self._by_uid.get(uid)
+
     def uid_named(self, namespace: str, name: str):
         return self._by_name.get((namespace, name))
 
@@ -67,7 +75,7 @@ class PendingPods(Mapping):
         except KeyError:     # no name, which no API server sends: first among its equals
             order = (-(info.priority or 0), "", info.namespace, "")
         self._by_uid[info.key] = PendingPod(info, annotations or None, order,
-                                            tuple(claim_keys(pod)))
+                                            tuple(claim_keys(pod)), hash(signature(pod)))
         self._by_name[(info.namespace, info.name)] = info.key
 
     def pop(self, uid) -> PendingPod | None:

@@ -40,9 +40,9 @@ def first_reason(diagnosis) -> str:
 
 class PendingReasons:
     """`diagnoser`: scheduling.diagnosis.Diagnoser over `cache`; `pending`: the owner's
-    uid -> pod (which keeps an assumed pod until the watch sees it bound: not counted)."""
+    PendingPods (which keeps an assumed pod until the watch sees it bound: not counted)."""
 
-    def __init__(self, diagnoser, cache, pending: dict, timer=time.perf_counter):
+    def __init__(self, diagnoser, cache, pending, timer=time.perf_counter):
         self.diagnoser = diagnoser
         self.cache = cache
         self.pending = pending
@@ -71,14 +71,13 @@ class PendingReasons:
         queue = self._queue
         while queue:     # one pod at least each step, so every sweep ends
             uid = queue.pop()
-            pod = self.pending.get(uid)     # thawed only now: tens of thousands may pend
-            if pod is None or self.cache.pod_info(uid) is not None:
+            entry = self.pending.entry(uid)
+            if entry is None or self.cache.pod_info(uid) is not None:
                 continue
-            key = signature(pod)
-            reason = self._shared.get(key)
-            if reason is None:
-                diagnosis = self.diagnoser.diagnose(pod)
-                reason = self._shared[key] = first_reason(diagnosis)
+            reason = self._shared.get(entry.signature)
+            if reason is None:     # the pod is thawed only to be diagnosed
+                diagnosis = self.diagnoser.diagnose(entry.pod)
+                reason = self._shared[entry.signature] = first_reason(diagnosis)
                 self._summaries.setdefault(reason, diagnosis.filter_message())
             self._sweep[reason] = self._sweep.get(reason, 0) + 1
             self._found[uid] = reason

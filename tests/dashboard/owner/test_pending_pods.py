@@ -7,6 +7,7 @@ from scheduling.queue_sort import queue_key
 from simcluster.generate import make_pod
 
 from dashboard.owner.pending_pods import PendingPods
+from dashboard.owner.pending_reasons import signature
 
 BIND_INFO = {"schedview.io/bind-info": '{"node": "n1"}'}
 
@@ -38,6 +39,7 @@ def test_each_entry_holds_its_queue_order_and_claims_as_read_from_the_pod(pendin
     for entry in pending.entries():
         thawed = pending[entry.info.key]
         assert entry.order == queue_key(thawed) and entry.claims == tuple(claim_keys(thawed))
+        assert entry.signature == hash(signature(thawed))
     assert sorted(entry.info.name for entry in pending.entries()) == ["claimed", "low"]
     assert min(pending.entries(), key=lambda entry: entry.order).info.name == "claimed"
     assert [e.claims for e in pending.entries() if e.info.name == "claimed"] == [
@@ -60,3 +62,15 @@ def test_a_pod_without_a_name_still_queues():
     pending = PendingPods()
     pending.put(make_pod_info(nameless), None)
     assert [entry.order for entry in pending.entries()] == [(0, "", "team-a", "")]
+
+
+def test_pods_alike_share_a_signature():
+    pending = PendingPods()
+    for name in ("twin-1", "twin-2"):
+        pending.put(make_pod_info(pod(name, labels={"app": "twin"})), None)
+    pending.put(make_pod_info(pod("other", labels={"app": "other"})), None)
+    signatures = {name: pending.entry(f"uid-{name}").signature
+                  for name in ("twin-1", "twin-2", "other")}
+    assert signatures["twin-1"] == signatures["twin-2"]
+    assert signatures["other"] != signatures["twin-1"]
+    assert pending.entry("uid-gone") is None

@@ -10,6 +10,7 @@ from schedcache.podinfo import make_pod_info
 
 from dashboard.owner import pending_reasons
 from dashboard.owner.owner import CacheOwner
+from dashboard.owner.pending_pods import PendingPods
 from tests.decoded_feed import synced_items, watched
 from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES
@@ -103,7 +104,11 @@ def test_a_sweep_over_budget_goes_on_at_the_next_flush():
     """A timer that says each pod took the whole budget: one pod per flush, and the counts
     of the last complete sweep meanwhile (none before the first)."""
     ticks = iter(range(0, 10 ** 6))
-    pending = {f"uid-{i}": why.pending(BY_NAME["cpu"]) for i in range(3)}
+    pending = PendingPods()
+    for i in range(3):
+        pod = why.pending(BY_NAME["cpu"])
+        pod["metadata"].update(uid=f"uid-{i}", name=f"cpu-{i}")
+        pending.put(make_pod_info(pod), None)
     sweep = pending_reasons.PendingReasons(
         None, Cache(ttl=0), pending, timer=lambda: next(ticks) * pending_reasons.BUDGET)
     sweep.diagnoser = type("Fixed", (), {"diagnose": staticmethod(lambda pod: Refused())})()
