@@ -62,20 +62,16 @@ def verdict(report) -> dict | None:
                       if isinstance(found, list)}}
 
 
-def _nominated_node(pod) -> str:
-    return (pod.get("status") or {}).get("nominatedNodeName") or ""
+def _pending_pod(entry) -> dict:
+    """A pending pod (a PendingPod) as the dump lists it, read without a thaw."""
+    info = entry.info
+    return {"uid": info.key, "namespace": info.namespace, "name": info.name,
+            "priority": info.priority, "nominated_node": entry.nominated}
 
 
-def _pending_pod(uid, pod) -> dict:
-    meta = pod.get("metadata") or {}
-    return {"uid": uid, "namespace": meta.get("namespace") or "", "name": meta.get("name") or "",
-            "priority": int((pod.get("spec") or {}).get("priority") or 0),
-            "nominated_node": _nominated_node(pod)}
-
-
-def _pending(pending: dict, after: str, limit: int) -> list:
+def _pending(pending, after: str, limit: int) -> list:
     uids = heapq.nsmallest(limit, (uid for uid in pending if uid > after))
-    return [_pending_pod(uid, pending[uid]) for uid in uids]
+    return [_pending_pod(pending.entry(uid)) for uid in uids]
 
 
 def _nodes(owner, after: str, limit: int) -> list:
@@ -84,10 +80,9 @@ def _nodes(owner, after: str, limit: int) -> list:
     # The pods kube-scheduler nominated to these nodes (a preemption's status.nominatedNodeName):
     # upstream's dump takes them from its queue, ours are the pending pods the watch shows.
     nominated = {info.name: [] for info in infos}
-    for uid, pod in owner.pending.items():
-        node = _nominated_node(pod)
-        if node in nominated:
-            nominated[node].append(_pending_pod(uid, pod))
+    for entry in owner.pending.entries():
+        if entry.nominated in nominated:
+            nominated[entry.nominated].append(_pending_pod(entry))
     assumed = cache.assumed_count() > 0
     return [{"name": info.name, "deleted": not info.has_node, "generation": info.generation,
              "requested": info.requested.as_dict(), "allocatable": info.allocatable.as_dict(),
@@ -102,7 +97,7 @@ def summary(owner) -> str:
     """The dump in one line: what SIGUSR2 logs."""
     header = _header(owner)
     counts = header["counts"]
-    nominated = sum(1 for pod in owner.pending.values() if _nominated_node(pod))
+    nominated = sum(1 for entry in owner.pending.entries() if entry.nominated)
     report = header["comparer"]
     compared = ("not compared yet" if report is None else "clean" if report["clean"] else
                 "drift: " + ", ".join(f"{n} {kind}" for kind, n in report["found"].items() if n))

@@ -1,8 +1,8 @@
 """The pending pods: what the watch shows without a node and the cache does not hold.
 
 Each is kept as the cache's digest (a PodInfo, about 1 kB) with what is read of every
-pending pod at once (its place in kube-scheduler's queue, the claims it names, the
-signature the sweep of reasons shares a diagnosis by), not as the pod Mapping it thaws to
+pending pod at once (its place in kube-scheduler's queue, the claims it names, the node
+it is nominated to, the signature the sweep of reasons shares a diagnosis by), not as the pod Mapping it thaws to
 (about 7 kB): under churn tens of thousands pend together (66,000 at 20,000 nodes, issue
 26). A read by uid thaws a fresh Mapping, so no reader changes what another reads.
 """
@@ -30,6 +30,7 @@ class PendingPod(NamedTuple):
     order: tuple                 # scheduling.queue_sort.queue_key(): (-priority, created,
                                  # namespace, name)
     claims: tuple                # scheduling.diagnosis.claim_keys()
+    nominated: str               # status.nominatedNodeName, "" if none (the dump's)
     signature: int               # hash(pending_reasons.signature()): 8 bytes where the
                                  # signature is hundreds; two pods' colliding (odds of
                                  # 1e-10 at 66,000) would share a diagnosis for a sweep
@@ -74,8 +75,9 @@ class PendingPods(Mapping):
             order = queue_key(pod)
         except KeyError:     # no name, which no API server sends: first among its equals
             order = (-(info.priority or 0), "", info.namespace, "")
-        self._by_uid[info.key] = PendingPod(info, annotations or None, order,
-                                            tuple(claim_keys(pod)), hash(signature(pod)))
+        self._by_uid[info.key] = PendingPod(
+            info, annotations or None, order, tuple(claim_keys(pod)),
+            (pod.get("status") or {}).get("nominatedNodeName") or "", hash(signature(pod)))
         self._by_name[(info.namespace, info.name)] = info.key
 
     def pop(self, uid) -> PendingPod | None:

@@ -23,6 +23,7 @@ def pending():
     pods.put(make_pod_info(pod("low", priority=1)), None)
     claimed = pod("claimed", priority=9)
     claimed["spec"]["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "d"}}]
+    claimed["status"]["nominatedNodeName"] = "n1"
     pods.put(make_pod_info(claimed), BIND_INFO)
     return pods
 
@@ -40,6 +41,7 @@ def test_each_entry_holds_its_queue_order_and_claims_as_read_from_the_pod(pendin
         thawed = pending[entry.info.key]
         assert entry.order == queue_key(thawed) and entry.claims == tuple(claim_keys(thawed))
         assert entry.signature == hash(signature(thawed))
+        assert entry.nominated == (thawed.get("status") or {}).get("nominatedNodeName", "")
     assert sorted(entry.info.name for entry in pending.entries()) == ["claimed", "low"]
     assert min(pending.entries(), key=lambda entry: entry.order).info.name == "claimed"
     assert [e.claims for e in pending.entries() if e.info.name == "claimed"] == [
