@@ -3,8 +3,9 @@
 Pods arrive digested (see decoder.py): a record is `(packed PodInfo, kept annotations)`,
 or `(None, uid, resourceVersion, why)` for a pod that could not be digested. Bound pods
 go to the cache; unbound ones are kept aside as `pending` (pending_pods.py: digested,
-thawed to a lean Mapping when read), which the commands and the extender read; pods and nodes that left are remembered with the
-version of their removal, so the comparer can tell "removed since the list".
+thawed to a lean Mapping when read), which the commands and the extender read; pods and
+nodes that left are remembered with the version of their removal, so the comparer can tell
+"removed since the list".
 """
 import logging
 from collections import OrderedDict

@@ -1,10 +1,11 @@
 """The pending pods: what the watch shows without a node and the cache does not hold.
 
 Each is kept as the cache's digest (a PodInfo, about 1 kB) with what is read of every
-pending pod at once (its place in kube-scheduler's queue, the claims it names, the node
-it is nominated to, the signature the sweep of reasons shares a diagnosis by), not as the pod Mapping it thaws to
-(about 7 kB): under churn tens of thousands pend together (66,000 at 20,000 nodes, issue
-26). A read by uid thaws a fresh Mapping, so no reader changes what another reads.
+pending pod at once (its place in kube-scheduler's queue, the claims it names, the node it
+is nominated to, the signature the sweep of reasons shares a diagnosis by), not as the pod
+Mapping it thaws to (about 7 kB): under churn tens of thousands pend together (66,000 at
+20,000 nodes, issue 26). A read by uid thaws a fresh Mapping, so no reader changes what
+another reads.
 """
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -42,7 +43,7 @@ class PendingPod(NamedTuple):
 
 class PendingPods(Mapping):
     """uid -> the pending pod's Mapping, thawed on each read; `entries()` for what is read
-    of all of them (the queue's order, the claims) without thawing any."""
+    of all of them (the queue's order, the claims, the nominations) without thawing any."""
 
     def __init__(self):
         self._by_uid = {}        # uid -> PendingPod
@@ -74,7 +75,7 @@ class PendingPods(Mapping):
         try:
             order = queue_key(pod)
         except KeyError:     # no name, which no API server sends: first among its equals
-            order = (-(info.priority or 0), "", info.namespace, "")
+            order = (-info.priority, "", info.namespace, "")
         self._by_uid[info.key] = PendingPod(
             info, annotations or None, order, tuple(claim_keys(pod)),
             (pod.get("status") or {}).get("nominatedNodeName") or "", hash(signature(pod)))
