@@ -3,7 +3,14 @@ from Kubernetes objects: so tests feed the owner through the production path, wi
 annotations production keeps."""
 from dashboard.kube.claims import claim_key
 from dashboard.kube.reflector import CLAIMS
-from dashboard.owner.decoder import DecodedEvents, DecodedList, DecodedPage, digest_pod
+from dashboard.owner.decoder import (
+    DecodedEvents,
+    DecodedList,
+    DecodedPage,
+    DecodedRepairs,
+    digest_pod,
+    repaired,
+)
 from dashboard.wire.extender import BIND_INFO_ANNOTATION
 
 KEPT = (BIND_INFO_ANNOTATION,)
@@ -25,6 +32,11 @@ def listed(kind: str, objs: list, resource_version: str = "1") -> list:
 def watched(kind: str, etype: str, obj: dict) -> DecodedEvents:
     """One watch event (ADDED, MODIFIED, DELETED)."""
     return DecodedEvents(kind, [(etype, decoded(kind, obj))])
+
+
+def fetched(kind: str, key, obj: dict | None) -> DecodedRepairs:
+    """A repair of one object: `obj` as a GET found it, None for a 404 (decoder.repaired)."""
+    return DecodedRepairs(kind, repaired(kind, key, obj, lambda o: decoded(kind, o)))
 
 
 def synced_items(nodes: list, pods: list, resource_version: str = "1") -> list:

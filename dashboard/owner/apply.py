@@ -13,7 +13,8 @@ from collections import OrderedDict
 from schedcache import CacheCorruptedError, CacheError
 from schedcache.podinfo import unpack_pod_info
 
-from dashboard.owner.decoder import DecodedEvents, DecodedPage
+from dashboard.owner.comparing import newer
+from dashboard.owner.decoder import DecodedEvents, DecodedPage, DecodedRepairs
 from dashboard.owner.pending_pods import PendingPods, lean_pod
 from dashboard.owner.pod_ref import pod_ref
 
@@ -68,6 +69,9 @@ class FeedApplier:
                 for etype, node in item.events:
                     self._apply_node(etype, node)
             return len(item.events)
+        if type(item) is DecodedRepairs:
+            self._apply_repairs(item)
+            return len(item.events)
         self.journal.stamp("relist")
         if type(item) is DecodedPage:
             self._apply_page(item)
@@ -82,6 +86,38 @@ class FeedApplier:
             self._drop_unlisted_nodes(keys)
         self.synced[item.kind] = True
         return 1
+
+    def _apply_repairs(self, item):
+        """Objects a comparison found drifted, fetched again (see DecodedRepairs): one the
+        owner holds at the same or a newer version (the watch got there first) is left as
+        it is; a deletion is final (its uid never comes back)."""
+        self.journal.stamp("repair")
+        for etype, record in item.events:
+            if etype == "DELETED":
+                (self._apply_pod_record if item.kind == "pods" else self._apply_node)(
+                    etype, record)
+            elif not self._holds_as_new(item.kind, record):
+                (self._apply_pod_record if item.kind == "pods" else self._apply_node)(
+                    etype, record)
+            else:
+                self.stats["skipped"] += 1
+
+    def _holds_as_new(self, kind, record) -> bool:
+        """The owner holds the object at the record's version or a newer one."""
+        if kind == "nodes":
+            info = self.cache.node_info(_name(record))
+            held = _rv(info.node) if info is not None and info.has_node else ""
+            fetched = _rv(record)
+        elif record[0] is None:
+            return False         # not digested: it is skipped as the watch's would be
+        else:
+            uid, fetched = record[0][0], record[0][4]
+            if self.cache.is_assumed_pod(pod_ref(uid)):
+                return False     # confirmed by the fetched pod as by the watch's
+            entry = self.pending.entry(uid)
+            info = entry.info if entry is not None else self.cache.pod_info(uid)
+            held = info.resource_version if info is not None else ""
+        return bool(held) and (held == fetched or newer(held, fetched))
 
     def uid_named(self, namespace: str, name: str):
         """The uid of the pending pod `namespace/name`, or None."""

@@ -10,7 +10,8 @@ report on the feed (`Compared`), which the owner's thread settles and records
 (`record`): what the cache has caught up on by then, ahead of the lists or after
 having been behind them, is not drift (`_settled`). Beside the cache, the read model's
 rows are compared with the same dump (`row_drift.py`) once the owner has written its rows
-of every pod and node (pruned); rows found wrong are rewritten.
+of every pod and node (pruned); rows found wrong are rewritten. The owner's pending pods
+are compared too, and what drifted is fetched again (`drift_repair.py`).
 """
 import logging
 import threading
@@ -20,7 +21,7 @@ from django.db import DatabaseError
 
 from schedcache import compare_dump
 
-from dashboard.owner import row_drift
+from dashboard.owner import drift_repair, row_drift
 from dashboard.owner.commands import CommandError
 from dashboard.owner.journal import utc
 
@@ -42,6 +43,8 @@ class Compared:
     request: CompareRequest
     report: object                # schedcache.CompareReport
     rows: dict = None             # row_drift.compare_rows' findings; None: not compared
+    pending: drift_repair.PendingDrift = None    # the owner's pending pods against the lists
+    names: dict = None            # uid -> (namespace, name) of the pods found missed
 
 
 @dataclass
@@ -69,14 +72,16 @@ def _rv(obj):
 
 class Comparer:
     """`lister()` -> CompareRequest (from the API server, slow: run in a thread of its
-    own); `on_drift()` is called when a comparison finds drift (relist to heal);
-    `removed` is the feed's record of removals; `overdue()` the binds stuck past time;
+    own); `heal(kind, keys)` is called for each kind a comparison finds drifted, with the
+    keys to fetch again or None to relist (drift_repair.repair_plan); `pending` the owner's
+    pending pods; `removed` is the feed's record of removals; `overdue()` the binds stuck past time;
     `rows` the owner's ReadModelRows, written by `writer` (None: no rows to compare), once
     `rows_written()` says every row has been written once."""
 
-    def __init__(self, cache, journal, feed, removed, overdue, clock, rows=None, writer=None,
-                 rows_written=lambda: False):
+    def __init__(self, cache, journal, feed, removed, overdue, clock, *, pending, rows=None,
+                 writer=None, rows_written=lambda: False):
         self.cache = cache
+        self.pending = pending
         self.rows, self.writer, self.rows_written = rows, writer, rows_written
         self.journal = journal
         self.feed = feed
@@ -84,7 +89,7 @@ class Comparer:
         self.overdue = overdue
         self.clock = clock
         self.lister = None
-        self.on_drift = None
+        self.heal = None
         self.latest_report = None
         self._busy = threading.Event()
 
@@ -111,6 +116,7 @@ class Comparer:
         lists, in a thread of its own; its `Compared` (or `CompareFailed`) joins the feed."""
         self._busy.set()
         dump = self.cache.dump()
+        held = {entry.info.key: entry.info.resource_version for entry in self.pending.entries()}
         rows_at = (self.rows.at_dump(self.writer.submitted())
                    if self.writer is not None and self.rows_written() else None)
 
@@ -119,7 +125,11 @@ class Comparer:
                 # Not the owner's pending map: a pod it wrongly believes unbound is
                 # exactly the drift to find.
                 report = compare_dump(dump, request.nodes, request.pods)
-                self.feed.put(Compared(request, report, self._compare_rows(dump, rows_at)))
+                pending = drift_repair.pending_drift(held, request.pods)
+                names = drift_repair.listed_names(request.pods,
+                                                  [*report.missed_pods, *pending.missed])
+                self.feed.put(Compared(request, report, self._compare_rows(dump, rows_at),
+                                       pending, names))
             except Exception as exc:   # noqa: BLE001 - a bug, recorded where it shows
                 log.exception("the comparison failed")
                 self.feed.put(CompareFailed(f"the comparison failed: "
@@ -150,16 +160,18 @@ class Comparer:
         request = compared.request
         try:
             report = self._settled(compared.report, request.resource_version)
+            pending = self._settled_pending(compared.pending or drift_repair.PendingDrift(),
+                                            request.resource_version)
             # An assumed pod whose bind is overdue is drift too, though a relist cannot heal
             # it (the pod is still unbound in the cluster): the bind deadline does.
             overdue = [uid for uid, _ in self.overdue()]
             rows = (row_drift.settle(compared.rows, self.rows)
                     if compared.rows is not None else {})
-            details = dict(report.as_dict(), overdue_binds=overdue,
+            details = dict(report.as_dict(), **pending.as_dict(), overdue_binds=overdue,
                            watch_behind=request.watch_behind,
                            rows_compared=compared.rows is not None, **rows)
             rows_wrong = any(rows.values())
-            details["clean"] = report.clean and not overdue and not rows_wrong
+            details["clean"] = report.clean and pending.clean and not overdue and not rows_wrong
             self.journal.batch.comparer_runs.append(
                 {"at": utc(self.clock()), "clean": details["clean"], "report": details,
                  "error": ""})
@@ -168,13 +180,31 @@ class Comparer:
                 log.warning("the read model's rows drifted from the cache; rewriting: %s",
                             {k: len(v) for k, v in rows.items() if v})
                 row_drift.repair(rows, self.rows)
-            if not report.clean and self.on_drift is not None:
-                log.warning("the cache drifted from the cluster; relisting: %s",
-                            {k: len(v) for k, v in report.as_dict().items()
-                             if isinstance(v, list) and v})
-                self.on_drift()
+            if not (report.clean and pending.clean):
+                self._heal(report, pending, compared.names or {}, request)
         finally:
             self._busy.clear()
+
+    def _heal(self, report, pending, names, request):
+        """Fetch again what drifted, or relist a kind where that is most of it."""
+        plan = drift_repair.repair_plan(report, pending, names, self._held_name,
+                                        {"pods": len(request.pods), "nodes": len(request.nodes)})
+        log.warning("the cache drifted from the cluster (%s); %s",
+                    {k: len(v) for k, v in dict(report.as_dict(), **pending.as_dict()).items()
+                     if isinstance(v, list) and v},
+                    ", ".join(f"relisting the {kind}" if keys is None
+                              else f"fetching {len(keys)} {kind} again"
+                              for kind, keys in plan.items())
+                    or "nothing to fetch: node aggregates no list heals")
+        if self.heal is not None:
+            for kind, keys in plan.items():
+                self.heal(kind, keys)
+
+    def _held_name(self, uid):
+        """(namespace, name) of a pod the owner holds, pending or cached; else None."""
+        entry = self.pending.entry(uid)
+        info = entry.info if entry is not None else self.cache.pod_info(uid)
+        return (info.namespace, info.name) if info is not None else None
 
     def failed(self, failure: CompareFailed):
         """A comparison that could not be made is recorded as such."""
@@ -219,3 +249,21 @@ class Comparer:
         report.missed_nodes = [n for n in report.missed_nodes
                                if not node_rv(n) and not newer(self.removed.get(n), listed_at)]
         return report
+
+    def _settled_pending(self, drift, listed_at):
+        """_settled for the pending pods: what the owner has caught up on by now is not
+        drift."""
+        def pending_rv(uid):
+            entry = self.pending.entry(uid)
+            return entry.info.resource_version if entry is not None else ""
+
+        def held(now):
+            return bool(now) and not newer(now, listed_at)
+
+        drift.missed = [u for u in drift.missed if not pending_rv(u)
+                        and self.cache.pod_info(u) is None
+                        and not newer(self.removed.get(u), listed_at)]
+        drift.redundant = [u for u in drift.redundant if held(pending_rv(u))]
+        drift.stale = [s for s in drift.stale
+                       if held(pending_rv(s[0])) and pending_rv(s[0]) != s[2]]
+        return drift

@@ -30,6 +30,10 @@ watch passed the list's version" (runner.list_for_comparison) still means
 forwarded. `reflectors` are the views of the kinds the cache mirrors (pods, nodes),
 which the comparer waits on: the claims' view (`views[CLAIMS]`) has no part in that.
 
+What a comparison found drifted is fetched again here (`DecoderProcess.repair`: a GET an
+object, `_repair`), and handed over as `DecodedRepairs`, apart from the watch's events
+(drift_repair.py says why not a relist).
+
 The comparer's lists are taken here too (`list_for_comparison`): parsing every
 pod of a large cluster in the owner's process would hold its GIL for seconds and
 its memory at gigabytes, every minute. They come through the watch (watch-list) where
@@ -60,15 +64,19 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError
+
 from schedcache import CacheError
 from schedcache.podinfo import make_pod_info, pack_pod_info
 
 from dashboard.kube.claims import claim_key
+from dashboard.kube.client import read_json
 from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Relisted, Watched
 from dashboard.runtime.supervisor import die_with_parent
 
 __all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedFeed", "DecodedList",
-           "DecodedPage", "DecoderProcess",
+           "DecodedPage", "DecodedRepairs", "DecoderProcess",
            "ReflectorView", "comparable_node", "comparable_pod", "digest_pod"]
 
 log = logging.getLogger(__name__)
@@ -80,6 +88,7 @@ COLLECT_PERIOD = 60.0   # seconds between the child's garbage collections (see _
 # parsed whole before it is cut down, and a page of 5,000 pods left the decoder 300 MB
 # larger after every comparison at 50,000 pods
 COMPARISON_PAGE = 500
+REPAIR_TIMEOUT = (5.0, 10.0)   # seconds to connect and to read one GET of a repair
 SHIP_PERIOD = 0.002     # seconds between messages (unless BATCH_MAX are waiting): a message
                         # a event would cost the owner more than applying it
 _LISTING = ("new", "listing")
@@ -110,33 +119,58 @@ class DecodedList:
 
 
 @dataclass(frozen=True, slots=True)
+class DecodedRepairs:
+    """Objects a comparison found drifted, as the API server has them now (one GET each):
+    (type, record) pairs as watch events are, MODIFIED or DELETED (gone from the
+    cluster). Not the watch's: they move no reflector's version, and the owner applies one
+    only over an older version than it holds."""
+    kind: str
+    events: list
+
+
+@dataclass(frozen=True, slots=True)
+class Repaired:
+    """One object of a repair, in the child's outbox."""
+    kind: str
+    type: str
+    obj: object
+
+
+@dataclass(frozen=True, slots=True)
 class DecodedFeed:
     """One message's feed entries, marshalled (see the module doc): unpack() as applied."""
     entries: bytes
     received: float | None = None   # when the oldest came off the stream (feed_lag.py)
 
     def unpack(self):
-        """The entries as DecodedEvents (consecutive watch events of one kind), DecodedPage
-        and DecodedList items, in order; events and pages carry the `received` stamp."""
-        batch_kind, batch = None, []
+        """The entries as DecodedEvents (consecutive watch events of one kind),
+        DecodedRepairs (the same, of a repair), DecodedPage and DecodedList items, in order;
+        events and pages carry the `received` stamp."""
+        batch_key, batch = None, []
         for entry in marshal.loads(self.entries):
-            if entry[0] == "W":
-                _, kind, etype, record = entry
-                if kind != batch_kind and batch:
-                    yield DecodedEvents(batch_kind, batch, self.received)
+            if entry[0] in "WR":
+                tag, kind, etype, record = entry
+                if (tag, kind) != batch_key and batch:
+                    yield self._batch(batch_key, batch)
                     batch = []
-                batch_kind = kind
+                batch_key = (tag, kind)
                 batch.append((etype, record))
                 continue
             if batch:
-                yield DecodedEvents(batch_kind, batch, self.received)
-                batch_kind, batch = None, []
+                yield self._batch(batch_key, batch)
+                batch_key, batch = None, []
             if entry[0] == "P":
                 yield DecodedPage(*entry[1:], received=self.received)
             else:
                 yield DecodedList(*entry[1:])
         if batch:
-            yield DecodedEvents(batch_kind, batch, self.received)
+            yield self._batch(batch_key, batch)
+
+    def _batch(self, key, events):
+        tag, kind = key
+        if tag == "R":
+            return DecodedRepairs(kind, events)
+        return DecodedEvents(kind, events, self.received)
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +190,12 @@ class ComparisonLists:
 
 
 def comparable_pod(obj: dict) -> dict:
-    """The part of a pod schedcache.compare reads: uid, version, node, phase."""
+    """The part of a pod schedcache.compare reads (uid, version, node, phase), and its
+    namespace and name."""
     meta = obj.get("metadata") or {}
-    return {"metadata": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+    return {"metadata": {"uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion"),
+                         # what a repair GETs the pod by (drift_repair.py)
+                         "namespace": meta.get("namespace"), "name": meta.get("name")},
             "spec": {"nodeName": (obj.get("spec") or {}).get("nodeName")},
             "status": {"phase": (obj.get("status") or {}).get("phase")}}
 
@@ -202,6 +239,8 @@ class _Outbox:
 def _encode(item, delivered: dict) -> tuple:
     if type(item) is ListPage:
         return ("P", item.kind, item.items, item.first)
+    if type(item) is Repaired:
+        return ("R", item.kind, item.type, item.obj)
     delivered[item.kind] = item.resource_version
     if type(item) is Watched:
         return ("W", item.kind, item.type, item.obj)
@@ -238,6 +277,11 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
                        r.forbidden)
     conn.send_bytes(marshal.dumps((views, received, marshal.dumps(entries) if entries else b"",
                                    comparisons)))
+
+
+def _whole(obj):
+    """A node's record: the parsed node itself."""
+    return obj
 
 
 def _list_for_comparison(api_factory, sink, watch_list: bool) -> None:
@@ -277,15 +321,68 @@ def _comparison_list(api, kind: str, digest, watch_list: bool) -> Relisted:
     return reflector.list_once()
 
 
+def _fetch(api, kind: str, key):
+    """The object as the API server has it now (a GET: captures 21, 11), None when it is
+    gone (404: capture 60). `key`: a pod's (namespace, name, uid), a node's name."""
+    try:
+        if kind == "pods":
+            namespace, name, _ = key
+            response = api.read_namespaced_pod(name, namespace, _preload_content=False,
+                                               _request_timeout=REPAIR_TIMEOUT)
+        else:
+            response = api.read_node(key, _preload_content=False,
+                                     _request_timeout=REPAIR_TIMEOUT)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return read_json(response)
+
+
+def repaired(kind: str, key, obj, digest) -> list:
+    """What a repair hands over for one fetched object: (type, record) pairs. A pod that is
+    gone, or whose name another pod (another uid) now has, is DELETED: a uid never
+    comes back."""
+    if kind == "pods":
+        _, _, uid = key
+        found = [] if obj is None else [("MODIFIED", digest(obj))]
+        if obj is None or (obj.get("metadata") or {}).get("uid") != uid:
+            found.insert(0, ("DELETED", (None, uid, "", "gone from the cluster")))
+        return found
+    return [("DELETED", {"metadata": {"name": key}}) if obj is None else ("MODIFIED", obj)]
+
+
+def _repair(api_factory, kind: str, keys: list, sink, digest) -> None:
+    """Fetch each drifted object again (one at a time: a repair is a few hundred objects
+    where a relist is every one) and hand them over; one that fails stays drifted, for the
+    next comparison to find."""
+    api, failed, why = api_factory(), 0, ""
+    for key in keys:
+        try:
+            obj = _fetch(api, kind, key)
+        except (ApiException, HTTPError, OSError, ValueError) as exc:
+            failed, why = failed + 1, f"{type(exc).__name__}: {exc}"[:200]
+            continue
+        for etype, record in repaired(kind, key, obj, digest):
+            sink(Repaired(kind, etype, record))
+    log.info("repaired %d %s the comparer found drifted%s", len(keys) - failed, kind,
+             f"; {failed} could not be fetched ({why})" if failed else "")
+
+
 def _follow_control(conn, reflectors: dict, stop: threading.Event, api_factory,
                     outbox: "_Outbox", watch_list: bool) -> None:
-    """Relist and comparison requests and stop from the owner; the owner gone (EOF) stops
-    us too."""
+    """Relist, repair and comparison requests and stop from the owner; the owner gone
+    (EOF) stops us too."""
     try:
         while True:
-            op, kind = conn.recv()
+            op, kind, *keys = conn.recv()
             if op == "relist":
                 reflectors[kind].request_relist()
+            elif op == "repair":
+                threading.Thread(target=_repair,
+                                 args=(api_factory, kind, keys[0], outbox.sink,
+                                       reflectors[kind].digest or _whole),
+                                 name=f"decoder-repair-{kind}", daemon=True).start()
             elif op == "compare":
                 threading.Thread(target=_list_for_comparison,
                                  args=(api_factory, outbox.sink, watch_list),
@@ -463,6 +560,11 @@ class DecoderProcess:
         self._end_child(timeout)
         if self._reader is not None and self._reader is not threading.current_thread():
             self._reader.join(timeout)
+
+    def repair(self, kind: str, keys: list) -> None:
+        """The child fetches these objects again (see `_repair`); they come back on the
+        feed as DecodedRepairs."""
+        self._control(("repair", kind, list(keys)))
 
     def list_for_comparison(self, timeout: float) -> ComparisonLists:
         """The child lists nodes and pods for the comparer (cut down); TimeoutError when

@@ -32,6 +32,7 @@ from dashboard.owner.decoder import (
     DecodedFeed,
     DecodedList,
     DecodedPage,
+    DecodedRepairs,
 )
 from dashboard.owner.feed_lag import FeedLag
 from dashboard.owner.handlers import CommandHandlers, command_cause
@@ -45,12 +46,12 @@ from dashboard.runtime.redis_outage import RedisBackoff
 from dashboard.wire.keys import OWNER_SEQ, OWNER_STATUS, OWNER_STATUS_TTL
 
 _LAGGING = (DecodedEvents, DecodedPage)   # stamped with when the decoder read them
-_DECODED = (DecodedEvents, DecodedPage, DecodedList, DecodedDenied)
+_DECODED = (DecodedEvents, DecodedPage, DecodedList, DecodedDenied, DecodedRepairs)
 
 
 class CacheOwner:
     def __init__(self, cache: Cache, *, command_server: CommandServer = None, writer=None,
-                 publisher=None, redis=None, seq_base=0, epoch=0, lister=None, on_drift=None,
+                 publisher=None, redis=None, seq_base=0, epoch=0, lister=None, heal=None,
                  clock=time.time, bind_stuck_after=10.0, bind_deadline=60.0, fence=None,
                  term=None, checkpoint_period=0.0):
         self.cache = cache
@@ -93,8 +94,8 @@ class CacheOwner:
         self.applier.on_unpended = self.pending_reasons.forget
         self.comparer = Comparer(cache, self.journal, self.feed, self.applier.removed,
                                  self.stuck_binds, clock, rows=self.rows, writer=writer,
-                                 rows_written=lambda: self._pruned)
-        self.comparer.lister, self.comparer.on_drift = lister, on_drift
+                                 rows_written=lambda: self._pruned, pending=pending)
+        self.comparer.lister, self.comparer.heal = lister, heal
         if command_server is not None:
             self.register(CommandHandlers(self).handlers())
 

@@ -302,6 +302,15 @@ class SchedulerDoor:
             listener.close()
 
 
+def heal(decoder: DecoderProcess, kind: str, keys) -> None:
+    """A comparison's drift of one kind: the decoder fetches `keys` again, or relists the
+    kind (None: drift_repair.repair_plan)."""
+    if keys is None:
+        decoder.views[kind].request_relist()
+    else:
+        decoder.repair(kind, keys)
+
+
 def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
         dump_signal=None):
     """Own the cache until `stop` is set or the lease (a LeaderLease) is lost
@@ -324,7 +333,7 @@ def run(stop: threading.Event, redis, lease=None, clock=time.time, probes=None,
     reflectors = decoder.reflectors
     owner.status_parts.append(functools.partial(watch_silence, reflectors,
                                                 settings.SCHEDVIEW_WATCH_SILENCE))
-    owner.comparer.on_drift = lambda: [r.request_relist() for r in reflectors]
+    owner.comparer.heal = functools.partial(heal, decoder)
     owner.comparer.lister = lambda: list_for_comparison(decoder, stop)
     log.info("owning the cache (sequence numbers continue from %d)", owner.seq_base)
     deadlines = {"flush": 0.0, "snapshot": 0.0}

@@ -458,6 +458,10 @@ DRIFT = [("overdue_binds", "assumed pods past the stuck time, never bound"),
          ("wrong_node_pods", "pods on the wrong node"), ("stale_pods", "stale pods"),
          ("missed_nodes", "missed nodes"), ("redundant_nodes", "redundant nodes"),
          ("stale_nodes", "stale nodes"), ("aggregate_mismatches", "aggregate mismatches"),
+         # the owner's pending pods against the lists (dashboard/owner/drift_repair.py)
+         ("pending_missed", "pending pods missed"),
+         ("pending_redundant", "pending pods gone from the cluster"),
+         ("pending_stale", "stale pending pods"),
          # the pages' own rows against the cache (dashboard/owner/row_drift.py)
          ("rows_missing", "rows missing from the pages"),
          ("rows_extra", "rows of what the cache no longer holds"),

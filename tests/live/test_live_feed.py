@@ -89,7 +89,7 @@ def test_a_lost_confirmation_expires_and_the_comparer_heals_the_miss(stack):
     send("compare", {}, timeout=5)
     run = wait_for(lambda: ComparerRun.objects.order_by("-at").first(), 60, "a comparison")
     assert uid in run.report["missed_pods"]
-    wait_for(lambda: state_of(uid) == "Added", 60, "the relist the drift triggers")
+    wait_for(lambda: state_of(uid) == "Added", 60, "the repair the drift asks for")
 
 
 def test_dropped_watches_and_410s_lose_nothing(stack):

@@ -268,7 +268,10 @@ class ComparerOut(Schema):
     clean: bool = Field(description="no drift between the cache and the cluster, nor "
                                     "between the pages' rows and the cache")
     report: dict = Field(description="compare()'s findings by kind (missed_pods, "
-                                     "overdue_binds, ...), and the read model's rows found "
+                                     "overdue_binds, ...), the owner's pending pods against "
+                                     "the lists (pending_missed, pending_redundant: uids; "
+                                     "pending_stale: [uid, held version, listed version]), "
+                                     "and the read model's rows found "
                                      "wrong (rows_missing, rows_extra, rows_stale: each "
                                      "[\"pod\" or \"node\", uid or name, the row's [state, "
                                      "node] or generation, the cache's], null where there "

@@ -46,7 +46,8 @@ KINDS = {
     "pod_updated": "updated", "pod_forgotten": "forgotten", "pod_expired": "expired",
     "pod_removed": "removed",
 }
-CAUSES = {"watch": "watch event", "relist": "relist", "bind": "bind result",
+CAUSES = {"watch": "watch event", "relist": "relist", "repair": "comparer's repair",
+          "bind": "bind result",
           "reaper": "reaper", "operator": "operator", "owner": "owner",
           "extender": "kube-scheduler's extender", "bind deadline": "bind deadline"}
 READ_MODEL_STATES = {PodState.PENDING: "Initial"}   # read model state -> diagram state

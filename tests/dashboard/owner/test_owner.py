@@ -8,6 +8,7 @@ import pytest
 from simcluster.generate import make_node
 
 import dashboard.owner.comparing as comparing_module
+from dashboard.owner import drift_repair
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
 from dashboard.owner.comparing import CompareRequest
 from dashboard.wire.commands import CommandError
@@ -21,7 +22,7 @@ from tests.dashboard.owner.owned import (
     synced,
     uid,
 )
-from tests.decoded_feed import synced_items, watched
+from tests.decoded_feed import fetched, synced_items, watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -171,15 +172,75 @@ def test_a_comparison_is_recorded(owner, writer):
     assert run.report["missed_pods"] == [uid(pod("missed", "n1"))]
 
 
-def test_drift_found_by_a_comparison_asks_for_a_relist(owner):
-    relists = []
-    owner.comparer.on_drift = lambda: relists.append(True)
+def healed(owner):
+    """The heal calls a comparison makes, as (kind, keys or None) pairs."""
+    calls = []
+    owner.comparer.heal = lambda kind, keys: calls.append((kind, keys))
+    return calls
+
+
+def test_drift_found_by_a_comparison_fetches_the_drifted_objects_again(owner):
+    # Issue 26: each drift relisted every pod, which held the feed for minutes at 600,000.
+    calls = healed(owner)
+    a, stale, gone, waiting, ghost = (pod("a", "n1"), pod("stale", "n1"), pod("gone", "n1"),
+                                      pod("waiting"), pod("ghost"))
+    synced(owner, nodes("n1", "n2"), [a, stale, gone, waiting, ghost])
+    feed(owner, CompareRequest(nodes("n1", "n2"), [a, stale, gone, waiting, ghost], "30"))
+    assert calls == [] and owner.latest_report.clean
+    # The lists at 31: stale changed, gone and ghost (pending) were deleted, missed bound
+    # and new created without a node, n2 deleted: each by an event the watch lost.
+    missed, new = pod("missed", "n1"), pod("new")
+    lists = [a, versioned(stale, "25"), waiting, missed, new]
+    feed(owner, CompareRequest(nodes("n1"), lists, "31"))
+    assert sorted(calls[0][1]) == sorted(
+        ("team", p["metadata"]["name"], uid(p)) for p in (stale, gone, ghost, missed, new))
+    assert calls[1:] == [("nodes", ["n2"])]
+    run = owner.comparer.journal.batch.comparer_runs[-1]
+    assert not run["clean"]
+    assert (run["report"]["pending_missed"], run["report"]["pending_redundant"]) == (
+        [uid(new)], [uid(ghost)])
+
+
+def test_drift_past_the_repair_share_relists_the_kind(owner, monkeypatch):
+    monkeypatch.setattr(drift_repair, "REPAIR_MIN", 1)
+    calls = healed(owner)
     a = pod("a", "n1")
     synced(owner, nodes("n1"), [a])
-    feed(owner, CompareRequest(nodes("n1"), [a], "30"))
-    assert relists == []
-    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "31"))
-    assert relists == [True]
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("m1", "n1")], "30"))
+    assert calls == [("pods", [("team", "m1", uid(pod("m1", "n1")))])]
+    feed(owner, CompareRequest(nodes("n1"), [a, pod("m1", "n1"), pod("m2", "n1")], "31"))
+    assert calls[1:] == [("pods", None)]
+
+
+def test_a_repair_lands_only_over_an_older_version_and_a_deletion_is_final(owner, writer):
+    a, gone, ghost = pod("a", "n1"), pod("gone", "n1"), pod("ghost")
+    synced(owner, nodes("n1"), [a, gone, ghost])
+    key = ("team", "a", uid(a))
+    feed(owner, fetched("pods", key, versioned(a, "40")))
+    assert owner.cache.pod_info(uid(a)).resource_version == "40"
+    # the watch got there first: a repair fetched before it does not undo it
+    feed(owner, fetched("pods", key, versioned(a, "35")))
+    assert owner.cache.pod_info(uid(a)).resource_version == "40"
+    feed(owner, fetched("pods", ("team", "gone", uid(gone)), None),
+         fetched("pods", ("team", "ghost", uid(ghost)), None))
+    assert owner.cache.pod_info(uid(gone)) is None and uid(ghost) not in owner.pending
+    # a pod of the same name, another uid: ours is gone, theirs is what the cluster has
+    again = pod("a", "n1", uid="another-uid")
+    feed(owner, fetched("pods", key, again))
+    assert owner.cache.pod_info(uid(a)) is None
+    assert owner.cache.pod_info("another-uid") is not None
+    flushed(owner, writer)
+    assert set(Transition.objects.filter(cause="repair").values_list("kind", flat=True)) == {
+        "pod_updated", "pod_removed", "pod_added"}
+
+
+def test_a_repair_of_a_node(owner):
+    n1, n2 = nodes("n1", "n2")
+    synced(owner, [n1, n2], [])
+    feed(owner, fetched("nodes", "n1", versioned(dict(n1, metadata=dict(
+        n1["metadata"], labels={"fixed": "yes"})), "50")), fetched("nodes", "n2", None))
+    assert owner.cache.node_info("n1").node["metadata"]["labels"] == {"fixed": "yes"}
+    assert not owner.applier.has_node("n2")
 
 
 def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
