@@ -1,5 +1,7 @@
 """How the stand-in's view keeps pods (issue 26), fed by hand as its reflectors feed it: a
-pod with a node as the cache's digest, one without frozen, thawed as it came."""
+pod with a node as the cache's digest, one without frozen, thawed as it came; how often it
+relists."""
+import logging
 from types import SimpleNamespace
 
 import orjson
@@ -14,6 +16,7 @@ from scheduling.noderecords import NodeRecord
 from dashboard.kube.reflector import CLAIMS, Relisted, Watched
 from dashboard.standin.standin_view import (
     PAGE_SIZE,
+    RELIST_PERIOD,
     SCHEDULER_NAME,
     BoundPod,
     ClusterView,
@@ -195,3 +198,54 @@ def test_a_node_is_kept_as_the_filter_plugins_read_it(node):
     assert set(kept_node["status"]) == {"allocatable"}
     assert "annotations" not in kept_node["metadata"]
     assert filtered.node_info(name).image_states == {}
+
+
+def relists_asked(view) -> bool:
+    """Whether sync() asked every reflector to relist (and forget the asking, for the next)."""
+    asked = [r._relist_requested for r in view._reflectors.values()]
+    for reflector in view._reflectors.values():
+        reflector._relist_requested = False
+    assert len(set(asked)) == 1
+    return asked[0]
+
+
+# (the first list's duration, a relist's) -> seconds from the relist's end to the next relist
+RELIST_WAITS = {
+    "cheap": ((0.0, 0.7), RELIST_PERIOD),
+    "20 x its duration is the floor": ((0.0, 6.0), RELIST_PERIOD),
+    "10 s": ((0.0, 10.0), 200.0),
+    "30 s": ((0.0, 30.0), 600.0),
+    "after a cheap one, a dear one": ((30.0, 0.7), RELIST_PERIOD),
+}
+
+
+@pytest.mark.parametrize("durations, wait", RELIST_WAITS.values(), ids=RELIST_WAITS)
+def test_the_next_relist_waits_at_least_20_times_what_the_last_one_took(durations, wait,
+                                                                        caplog):
+    """At 600,000 pods a relist costs about a minute of CPU: at a fixed period that would be
+    most of a core. Durations on the view's clock, from asking to the pods' list applied."""
+    first, took = durations
+    clock = [0.0]
+    view = ClusterView(api(), clock=lambda: clock[0])
+    clock[0] = first
+    for kind in ("nodes", "pods", CLAIMS):
+        view._receive(Relisted(kind, [], "1"))
+    with caplog.at_level(logging.INFO, logger="dashboard.standin.standin_view"):
+        assert view.sync()
+        due = first + max(RELIST_PERIOD, 20 * first)     # the first list's cost counts too
+        clock[0] = due - 1
+        assert view.sync() and not relists_asked(view)
+        clock[0] = due
+        assert view.sync() and relists_asked(view)
+        clock[0] = due + took
+        assert view.sync() and not relists_asked(view)   # one relist in flight at a time
+        view._receive(Relisted("pods", [], "2"))
+        assert view.sync() and not relists_asked(view)
+        clock[0] = due + took + wait - 1
+        assert view.sync() and not relists_asked(view)
+        clock[0] = due + took + wait
+        assert view.sync() and relists_asked(view)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"the stand-in's view relisted in {first:.1f} s; the next relist in "
+        f"{max(RELIST_PERIOD, 20 * first):.0f} s",
+        f"the stand-in's view relisted in {took:.1f} s; the next relist in {wait:.0f} s"]
