@@ -32,7 +32,8 @@ KINDS = [cache_events.POD_ASSUMED, cache_events.POD_BINDING_FINISHED,
          OWNER_LEADING]
 NODE_KINDS = [kind for kind in KINDS if kind.startswith("node_")]
 # What made a transition (Transition.cause): the owner stamps one on every event.
-CAUSES = ["watch", "relist", "repair", "bind", "reaper", "operator", "owner", "extender", "bind deadline"]
+CAUSES = ["watch", "relist", "repair", "bind", "reaper", "operator", "owner", "extender",
+          "bind deadline"]
 NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")   # a DNS label
 
 
