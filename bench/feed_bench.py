@@ -52,7 +52,7 @@ class Recorder:
     def __init__(self):
         self.seen = []
 
-    def publish(self, events, status):
+    def publish(self, events, status, term=None):
         now = time.time()
         self.seen.extend((now, e) for e in events)
 

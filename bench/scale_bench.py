@@ -177,6 +177,29 @@ def logged_sync(log: Path) -> float | None:
     return None
 
 
+def api_version(server: str) -> tuple[float, int]:
+    """(now, the simulated cluster's resourceVersion): every change it makes moves it by
+    one, so its growth over a while is the watch events a second the churn makes."""
+    state = orjson.loads(urllib3.request("GET", server + "/simcluster/v1/state").data)
+    return time.monotonic(), int(state["resourceVersion"])
+
+
+def events_per_second(began: tuple[float, int], ended: tuple[float, int]) -> float:
+    return (ended[1] - began[1]) / max(1e-9, ended[0] - began[0])
+
+
+DRIFT_LOG = re.compile(r"the cache drifted from the cluster \(.*?\); (.*)")
+
+
+def drift_healed(log: Path) -> tuple[int, int]:
+    """How many comparisons found drift and had it fetched again, and how many relisted."""
+    fetched = relisted = 0
+    for how in DRIFT_LOG.findall(log.read_text(errors="replace")):
+        relisted += "relisting" in how
+        fetched += "relisting" not in how
+    return fetched, relisted
+
+
 def owner_started(redis, holder: str) -> float:
     """When the leading owner's process started (epoch seconds)."""
     for child in processes(redis).children:
@@ -294,9 +317,11 @@ def measure(args, up: Up, redis) -> None:
         sync_seconds = logged_sync(up.log)
         raw_seconds, listed, expired = raw_list_and_parse(server)
         steady_began = time.monotonic()
+        version_began = api_version(server)
         times = page_times(up.url, args.requests)
         wait(lambda: time.monotonic() - steady_began >= args.steady, args.steady + 60,
              "the steady window", up)
+        churn_rate = events_per_second(version_began, api_version(server))
         steady_rss = rss_by_child(redis)
         status = sampler.status
         holder = sampler.holders[-1]      # the leader at the end
@@ -306,9 +331,11 @@ def measure(args, up: Up, redis) -> None:
         sampler.join()
     sizes = database_size()
     load = os.getloadavg()
-    print(f"scale: {args.nodes:,} nodes, {args.pods:,} pods, churn {args.churn:g}/s; "
+    print(f"scale: {args.nodes:,} nodes, {args.pods:,} pods, churn {args.churn:g} actions/s; "
           f"{status.get('pods', 0):,} pods cached at the end; load average "
           f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min), {psutil.cpu_count()} cores")
+    line("the API server's changes a second under that churn (steady window)",
+         f"{churn_rate:,.0f}")
     line(f"raw list-and-parse of {listed:,} objects ({RAW_PAGE} a page"
          + (f"; {expired} continue tokens expired, the remainder listed from the 410's"
             if expired else "") + ")", f"{raw_seconds:.1f} s")
@@ -339,6 +366,8 @@ def measure(args, up: Up, redis) -> None:
     lags = sampler.lags or [0.0]
     line("feed lag after the sync: p50 / p99 / max",
          f"{percentile(lags, 0.5):.2f} / {percentile(lags, 0.99):.2f} / {max(lags):.2f} s")
+    fetched, relisted = drift_healed(up.log)
+    line("comparisons that found drift: fetched again / relisted", f"{fetched} / {relisted}")
     line("lease handovers (leaders: " + " -> ".join(sampler.holders) + ")",
          sampler.handovers())
     line("database size" + (f" (autovacuum {sizes['autovacuum']})" if "autovacuum" in sizes
