@@ -95,7 +95,14 @@ class NodeRecord(models.Model):
     owner_epoch = models.BigIntegerField(default=0, db_index=True)
 
     class Meta:
-        indexes = [models.Index(fields=["zone", "tree_index"], name="node_zone_order")]
+        indexes = [
+            # The heat map's order with its figures: an index-only scan, not 20,000 rows
+            # read and sorted by text (issue 26).
+            models.Index(fields=["zone", "tree_index", "name", "cpu_percent", "memory_percent",
+                                 "gpu_percent"], name="node_heat_order"),
+            # the snapshot page's "most recently changed first" and "changed since"
+            models.Index(fields=["-generation", "name"], name="node_generation"),
+        ]
 
 
 class Transition(models.Model):

@@ -92,7 +92,8 @@ def snapshot_page(now: datetime | None = None, moment: Moment | None = None) -> 
     samples = SnapshotSample.objects.order_by("-at", "-id")
     if moment is not None:
         samples = samples.filter(at__lte=moment.at)
-    samples = list(samples[:CHART_SAMPLES])[::-1]
+    # Only the latest sample's changed nodes are shown: read on use, for it alone.
+    samples = list(samples.defer("changed_nodes")[:CHART_SAMPLES])[::-1]
     latest = samples[-1] if samples else None
     if moment is None:
         by_recency = NodeRecord.objects.order_by("-generation", "name").values_list(

@@ -20,7 +20,7 @@ def _redis(redis_url):
 
 @pytest.mark.parametrize("url, queries", [("/", 8), ("/nodes/", 5), ("/nodes/n1/", 3),
                                           ("/heatmap/", 1), ("/pods/", 4),
-                                          ("/zones/", 2), ("/snapshot/", 5), ("/events/", 2)])
+                                          ("/zones/", 2), ("/snapshot/", 6), ("/events/", 2)])
 def test_queries_do_not_grow_with_the_rows(viewer_client, django_assert_num_queries, url,
                                            queries):
     """Counts are SQL aggregates and lists are pages: as many queries for 300 pods, 30 nodes
