@@ -1,6 +1,6 @@
 """The live feed's figures: sync time, watch events applied per second, change-to-publish delay.
 
-    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000]
+    .venv/bin/python bench/feed_bench.py [--nodes 5000 --pods 150000] [--comparisons 1]
 
 The simulated cluster runs in its own process (`python -m simcluster serve`), the
 owner here and the reflectors in a decoder process, as in `manage.py watch` (the
@@ -9,7 +9,8 @@ database writer and the channel layer are left out: they run beside the owner an
 bounded queue; publishing is one message per 100 ms), so the figures are the cache's.
 
 1. fresh start to a synced cache: list nodes and pods (paged, raw JSON), apply all;
-   then one comparison as the comparer runs it (the decoder lists, the owner compares);
+   then `--comparisons` (one by default) as the comparer runs them (the decoder lists, the
+   owner compares), each with both processes' RSS after it;
 2. watch events applied per second over HTTP: a watch from resourceVersion 0 makes
    the server send a synthetic ADDED for every pod, applied to an empty cache (the
    clock starts at the first event applied, after the decoder process has started);
@@ -28,6 +29,8 @@ import threading
 import time
 from pathlib import Path
 
+import psutil
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 
@@ -44,6 +47,8 @@ from dashboard.owner.comparing import CompareFailed, Compared, CompareRequest  #
 from dashboard.owner.decoder import DecoderProcess  # noqa: E402
 from dashboard.owner.owner import CacheOwner  # noqa: E402
 from dashboard.owner.runner import list_for_comparison, tune_gc  # noqa: E402
+
+MIB = 2**20
 
 
 class Recorder:
@@ -99,6 +104,9 @@ def bench_comparison(owner, decoder):
          f"{cpu_seconds(decoder.process.pid) - decoder_cpu:>10.1f} s")
     line("  rise of this process's peak memory",
          f"{(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss) / 1024:>10.0f} MB")
+    line("  RSS after it: this process / the decoder process",
+         f"{psutil.Process().memory_info().rss / MIB:.0f} / "
+         f"{psutil.Process(decoder.process.pid).memory_info().rss / MIB:.0f} MiB")
 
 
 def bench_watch_rate(kubeconfig, pods):
@@ -176,6 +184,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
+    parser.add_argument("--comparisons", type=int, default=1,
+                        help="one after another: what the processes keep of each")
     args = parser.parse_args()
     tune_gc()
     started = time.perf_counter()
@@ -183,7 +193,8 @@ def main():
         print(f"simulated cluster {url}: {args.nodes} nodes, {args.pods} pods, serving after "
               f"{time.perf_counter() - started:.0f} s")
         owner, stop, decoder = bench_sync(kubeconfig)
-        bench_comparison(owner, decoder)
+        for _ in range(args.comparisons):
+            bench_comparison(owner, decoder)
         bench_publish_delay(kubeconfig, owner, "early", "right after the sync (read-model "
                             "backlog being written)")
         bench_publish_delay(kubeconfig, owner, "steady", "steady state")

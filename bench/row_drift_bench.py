@@ -32,7 +32,12 @@ from simcluster.generate import generate_cluster  # noqa: E402
 from dashboard.models import NodeRecord, PodRecord  # noqa: E402
 from dashboard.owner import row_drift  # noqa: E402
 from dashboard.owner.comparing import CompareRequest  # noqa: E402
-from dashboard.owner.decoder import DecodedList, DecodedPage, digest_pod  # noqa: E402
+from dashboard.owner.decoder import (  # noqa: E402
+    DecodedList,
+    DecodedPage,
+    comparable_pod,
+    digest_pod,
+)
 from dashboard.owner.owner import CacheOwner  # noqa: E402
 from dashboard.owner.projection import ProjectionWriter  # noqa: E402
 from dashboard.owner.runner import settle_heap, tune_gc, tune_switching  # noqa: E402
@@ -72,7 +77,7 @@ def main():
         settle_heap()
         print(f"{owner.cache.node_count()} nodes, {owner.cache.pod_count()} bound pods, "
               f"{len(owner.pending)} pending; {PodRecord.objects.count()} pod rows")
-        request = CompareRequest(cluster.nodes, cluster.pods, "1")
+        request = CompareRequest(cluster.nodes, [comparable_pod(p) for p in cluster.pods], "1")
         with Ticker() as ticker:
             started = time.perf_counter()
             owner.apply(request)                   # the owner's thread: the dump, the sets

@@ -3,11 +3,13 @@ from Kubernetes objects: so tests feed the owner through the production path, wi
 annotations production keeps."""
 from dashboard.kube.claims import claim_key
 from dashboard.kube.reflector import CLAIMS
+from dashboard.owner.comparing import CompareRequest
 from dashboard.owner.decoder import (
     DecodedEvents,
     DecodedList,
     DecodedPage,
     DecodedRepairs,
+    comparable_pod,
     digest_pod,
     repaired,
 )
@@ -37,6 +39,11 @@ def watched(kind: str, etype: str, obj: dict) -> DecodedEvents:
 def fetched(kind: str, key, obj: dict | None) -> DecodedRepairs:
     """A repair of one object: `obj` as a GET found it, None for a 404 (decoder.repaired)."""
     return DecodedRepairs(kind, repaired(kind, key, obj, lambda o: decoded(kind, o)))
+
+
+def comparison(nodes: list, pods: list, resource_version: str, **kw) -> CompareRequest:
+    """The comparer's lists of these objects, as the decoder cuts them."""
+    return CompareRequest(nodes, [comparable_pod(p) for p in pods], resource_version, **kw)
 
 
 def synced_items(nodes: list, pods: list, resource_version: str = "1") -> list:

@@ -23,6 +23,7 @@ from schedcache import compare_dump
 
 from dashboard.owner import drift_repair, row_drift
 from dashboard.owner.commands import CommandError
+from dashboard.owner.decoder import compared_pod
 from dashboard.owner.journal import utc
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class CompareRequest:
     """Lists taken for a comparison, to be compared once the feed has caught up with them."""
-    nodes: list
-    pods: list
+    nodes: list                   # decoder.comparable_node()s
+    pods: list                    # decoder.comparable_pod()s
     resource_version: str
     watch_behind: bool = False    # compared without the watch passing the lists' version
 
@@ -124,7 +125,7 @@ class Comparer:
             try:
                 # Not the owner's pending map: a pod it wrongly believes unbound is
                 # exactly the drift to find.
-                report = compare_dump(dump, request.nodes, request.pods)
+                report = compare_dump(dump, request.nodes, map(compared_pod, request.pods))
                 pending = drift_repair.pending_drift(held, request.pods)
                 names = drift_repair.listed_names(request.pods,
                                                   [*report.missed_pods, *pending.missed])

@@ -36,22 +36,16 @@ class PendingDrift:
                 "pending_stale": self.stale}
 
 
-def _meta(pod) -> dict:
-    return pod.get("metadata") or {}
-
-
 def pending_drift(held: dict, pods: list) -> PendingDrift:
     """`held`: uid -> version of the pending pods when the cache was dumped; `pods`: the
     comparer's lists (decoder.comparable_pod)."""
     drift, listed = PendingDrift(), set()
-    for pod in pods:
-        meta = _meta(pod)
-        uid, version = meta.get("uid"), meta.get("resourceVersion") or ""
+    for uid, version, node, *_ in pods:
         listed.add(uid)
         if uid in held:
-            if held[uid] != version:
-                drift.stale.append((uid, held[uid], version))
-        elif not (pod.get("spec") or {}).get("nodeName"):
+            if held[uid] != (version or ""):
+                drift.stale.append((uid, held[uid], version or ""))
+        elif not node:
             drift.missed.append(uid)
     drift.redundant = [uid for uid in held if uid not in listed]
     return drift
@@ -61,12 +55,8 @@ def listed_names(pods: list, uids) -> dict:
     """uid -> (namespace, name) of the listed pods among `uids`: what a pod the owner does
     not hold is fetched by."""
     wanted = set(uids)
-    names = {}
-    for pod in pods:
-        meta = _meta(pod)
-        if meta.get("uid") in wanted:
-            names[meta["uid"]] = (meta.get("namespace") or "", meta.get("name") or "")
-    return names
+    return {uid: (namespace or "", name or "")
+            for uid, _, _, _, namespace, name in pods if uid in wanted}
 
 
 def repair_plan(report, pending: PendingDrift, names: dict, held_name, listed: dict) -> dict:

@@ -11,13 +11,12 @@ from schedcache import Cache
 from simcluster.generate import make_node, make_pod
 
 from dashboard.owner.cache_dump import DumpSignal, summary
-from dashboard.owner.comparing import CompareRequest
 from dashboard.owner.handlers import CommandHandlers
 from dashboard.owner.owner import CacheOwner
 from dashboard.owner.pending_pods import PendingPod
 from dashboard.wire.cache_dump import MAX_LIMIT
 from dashboard.wire.commands import CommandError
-from tests.decoded_feed import synced_items
+from tests.decoded_feed import comparison, synced_items
 from tests.waiting import wait_for
 
 NODES = [f"node-{i}" for i in range(5)]
@@ -110,7 +109,7 @@ def test_an_assumed_pod_and_a_deleted_node_with_pods_left_show(owner):
 
 def test_the_comparers_latest_verdict_is_in_every_page(owner):
     nodes, pods = cluster()
-    owner.apply(CompareRequest(nodes[1:], pods, "1"))     # node-0 gone from the cluster
+    owner.apply(comparison(nodes[1:], pods, "1"))     # node-0 gone from the cluster
     wait_for(lambda: owner.drain_feed() and owner.latest_report, 10, "the comparison")
     verdict = dump(owner, part="pending", limit=1)["comparer"]
     assert verdict["clean"] is False

@@ -23,6 +23,7 @@ from dashboard.owner.decoder import (
     DecodedList,
     DecodedPage,
     DecoderProcess,
+    compared_pod,
     digest_pod,
 )
 from dashboard.owner import runner
@@ -166,12 +167,12 @@ def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
     owner, decoder = decoded()
     synced(owner, sim)
     lists = decoder.list_for_comparison(WAIT)
-    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    assert {p[0] for p in lists.pods} == bound(sim) | unbound(sim)
     one = next(p for p in sim.pods() if p["spec"].get("nodeName"))
-    assert next(p for p in lists.pods if uid(p) == uid(one)) == {
-        "metadata": {"uid": uid(one), "resourceVersion": one["metadata"]["resourceVersion"],
-                     "namespace": one["metadata"]["namespace"], "name": one["metadata"]["name"]},
-        "spec": {"nodeName": one["spec"]["nodeName"]}, "status": {"phase": one["status"]["phase"]}}
+    meta = one["metadata"]
+    assert next(p for p in lists.pods if p[0] == uid(one)) == (
+        uid(one), meta["resourceVersion"], one["spec"]["nodeName"], one["status"]["phase"],
+        meta["namespace"], meta["name"])
     assert {n["metadata"]["name"] for n in lists.nodes} == {
         n["metadata"]["name"] for n in sim.nodes()}
     assert set(next(iter(lists.nodes))) == {"metadata", "status"}
@@ -189,7 +190,8 @@ def test_the_comparers_lists_come_cut_down_and_compare_clean(sim, v1, decoded):
         _preload_content=False)
     lists = decoder.list_for_comparison(WAIT)
     from schedcache.comparer import compare
-    assert compare(owner.cache, lists.nodes, lists.pods).missed_pods == [meta["uid"]]
+    assert compare(owner.cache, lists.nodes,
+                   map(compared_pod, lists.pods)).missed_pods == [meta["uid"]]
 
 
 def test_the_comparers_lists_are_read_a_page_at_a_time(sim, monkeypatch):
@@ -206,7 +208,7 @@ def test_the_comparers_lists_are_read_a_page_at_a_time(sim, monkeypatch):
     decoder_module._list_for_comparison(api_factory, taken.append, watch_list=False)
     (lists,) = taken
     assert not lists.error
-    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    assert {p[0] for p in lists.pods} == bound(sim) | unbound(sim)
     pages = [call for api in apis for call in api.calls]
     assert len(pages) >= (len(lists.pods) + len(lists.nodes)) // 4
     assert {call["limit"] for call in pages} == {4}
@@ -249,7 +251,7 @@ def test_the_comparers_lists_come_through_the_watch_where_the_server_offers_it(s
     one-request list of everything after one did (issue 26: at 600,000 pods under churn
     the comparer's paged list outlived its token, and the whole list failed to parse)."""
     lists, apis = comparison_lists(sim, refuse=False)
-    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    assert {p[0] for p in lists.pods} == bound(sim) | unbound(sim)
     assert {n["metadata"]["name"] for n in lists.nodes} == {
         n["metadata"]["name"] for n in sim.nodes()}
     assert [(api.watch_lists, api.calls) for api in apis] == [(1, []), (1, [])]
@@ -259,7 +261,7 @@ def test_the_comparers_lists_come_through_the_watch_where_the_server_offers_it(s
 
 def test_a_server_refusing_the_watch_list_gets_the_comparers_lists_in_pages(sim):
     lists, apis = comparison_lists(sim, refuse=True)
-    assert {uid(p) for p in lists.pods} == bound(sim) | unbound(sim)
+    assert {p[0] for p in lists.pods} == bound(sim) | unbound(sim)
     assert all(api.watch_lists == 1 and api.calls for api in apis)
 
 

@@ -10,7 +10,6 @@ from simcluster.generate import make_node
 import dashboard.owner.comparing as comparing_module
 from dashboard.owner import drift_repair
 from dashboard.models import ComparerRun, NodeRecord, PodRecord, Transition
-from dashboard.owner.comparing import CompareRequest
 from dashboard.wire.commands import CommandError
 from tests.dashboard.owner.owned import (
     command,
@@ -22,7 +21,7 @@ from tests.dashboard.owner.owned import (
     synced,
     uid,
 )
-from tests.decoded_feed import fetched, synced_items, watched
+from tests.decoded_feed import comparison, fetched, synced_items, watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -165,7 +164,7 @@ def test_sequence_numbers_continue_from_the_base_and_stale_rows_are_pruned(owner
 def test_a_comparison_is_recorded(owner, writer):
     a = pod("a", "n1")
     synced(owner, nodes("n1"), [a])
-    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    feed(owner, comparison(nodes("n1"), [a, pod("missed", "n1")], "30"))
     flushed(owner, writer)
     run = ComparerRun.objects.get()
     assert not run.clean
@@ -185,13 +184,13 @@ def test_drift_found_by_a_comparison_fetches_the_drifted_objects_again(owner):
     a, stale, gone, waiting, ghost = (pod("a", "n1"), pod("stale", "n1"), pod("gone", "n1"),
                                       pod("waiting"), pod("ghost"))
     synced(owner, nodes("n1", "n2"), [a, stale, gone, waiting, ghost])
-    feed(owner, CompareRequest(nodes("n1", "n2"), [a, stale, gone, waiting, ghost], "30"))
+    feed(owner, comparison(nodes("n1", "n2"), [a, stale, gone, waiting, ghost], "30"))
     assert calls == [] and owner.latest_report.clean
     # The lists at 31: stale changed, gone and ghost (pending) were deleted, missed bound
     # and new created without a node, n2 deleted: each by an event the watch lost.
     missed, new = pod("missed", "n1"), pod("new")
     lists = [a, versioned(stale, "25"), waiting, missed, new]
-    feed(owner, CompareRequest(nodes("n1"), lists, "31"))
+    feed(owner, comparison(nodes("n1"), lists, "31"))
     assert sorted(calls[0][1]) == sorted(
         ("team", p["metadata"]["name"], uid(p)) for p in (stale, gone, ghost, missed, new))
     assert calls[1:] == [("nodes", ["n2"])]
@@ -206,9 +205,9 @@ def test_drift_past_the_repair_share_relists_the_kind(owner, monkeypatch):
     calls = healed(owner)
     a = pod("a", "n1")
     synced(owner, nodes("n1"), [a])
-    feed(owner, CompareRequest(nodes("n1"), [a, pod("m1", "n1")], "30"))
+    feed(owner, comparison(nodes("n1"), [a, pod("m1", "n1")], "30"))
     assert calls == [("pods", [("team", "m1", uid(pod("m1", "n1")))])]
-    feed(owner, CompareRequest(nodes("n1"), [a, pod("m1", "n1"), pod("m2", "n1")], "31"))
+    feed(owner, comparison(nodes("n1"), [a, pod("m1", "n1"), pod("m2", "n1")], "31"))
     assert calls[1:] == [("pods", None)]
 
 
@@ -251,10 +250,10 @@ def test_changes_after_the_lists_were_taken_are_not_drift(owner, writer):
     feed(owner, watched("pods", "MODIFIED", dict(a, metadata=dict(a["metadata"], resourceVersion="41"))),
          watched("pods", "DELETED", dict(b, metadata=dict(b["metadata"], resourceVersion="42"))),
          watched("pods", "ADDED", pod("c", "n1", resource_version="43")))
-    feed(owner, CompareRequest(nodes("n1"), [listed_a, b], "30"))
+    feed(owner, comparison(nodes("n1"), [listed_a, b], "30"))
     assert owner.latest_report.clean, owner.latest_report.as_dict()
     # The same cache against lists taken after those changes would show real drift.
-    feed(owner, CompareRequest(nodes("n1"), [listed_a], "50"))
+    feed(owner, comparison(nodes("n1"), [listed_a], "50"))
     assert not owner.latest_report.clean
 
 
@@ -282,7 +281,7 @@ def test_changes_before_the_lists_the_cache_got_after_its_dump_are_not_drift(own
         # (26) by an event the watch lost, moved put on n2 by one it lost too.
         lists = [versioned(a, "25"), c, versioned(lost, "26"), missed,
                  versioned(pod("moved", "n2"), "24")]
-        owner.apply(CompareRequest(nodes("n1", "n2"), lists, "30"))
+        owner.apply(comparison(nodes("n1", "n2"), lists, "30"))
         assert dumped.wait(10)
         # ...the watch hands over what it was behind on after the dump was compared
         feed(owner, watched("pods", "MODIFIED", versioned(a, "25")),
@@ -309,7 +308,7 @@ def test_a_comparison_runs_off_the_owners_thread(owner, monkeypatch):
     monkeypatch.setattr(comparing_module, "compare_dump", slow_compare)
     a = pod("a", "n1")
     synced(owner, nodes("n1"), [a])
-    owner.apply(CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    owner.apply(comparison(nodes("n1"), [a, pod("missed", "n1")], "30"))
     assert started.wait(10)
     owner.apply(watched("pods", "ADDED", pod("b", "n1", resource_version="40")))
     assert owner.cache.pod_info(uid(pod("b", "n1"))) is not None   # applied meanwhile

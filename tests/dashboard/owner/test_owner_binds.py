@@ -5,7 +5,7 @@ import pytest
 
 from dashboard.models import AuditAction, ComparerRun, PodRecord, Transition
 from dashboard.owner.changes import BIND_DEADLINE_CAUSE
-from dashboard.owner.comparing import CompareFailed, CompareRequest
+from dashboard.owner.comparing import CompareFailed
 from tests.dashboard.owner.owned import (
     command,
     feed,
@@ -16,7 +16,7 @@ from tests.dashboard.owner.owned import (
     synced,
     uid,
 )
-from tests.decoded_feed import watched
+from tests.decoded_feed import comparison, watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +83,7 @@ def test_an_overdue_bind_is_drift_to_the_comparer(owner, writer):
     synced(owner, nodes("n1"), [p])
     assumed(owner, p)
     owner.clock.now += 11
-    feed(owner, CompareRequest(nodes("n1"), [p], "30"))
+    feed(owner, comparison(nodes("n1"), [p], "30"))
     flushed(owner, writer)
     run = ComparerRun.objects.get()
     assert not run.clean and run.report["overdue_binds"] == [uid(p)] and run.error == ""

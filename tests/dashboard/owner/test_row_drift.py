@@ -8,9 +8,8 @@ from django.db import OperationalError
 
 from dashboard.models import ComparerRun, NodeRecord, PodRecord
 from dashboard.owner import row_drift
-from dashboard.owner.comparing import CompareRequest
 from tests.dashboard.owner.owned import feed, flushed, nodes, pod, synced, uid
-from tests.decoded_feed import watched
+from tests.decoded_feed import comparison, watched
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +32,7 @@ def written(owner, writer, node_objs, pod_objs):
 def test_rows_written_as_the_cache_holds_them_are_clean(owner, writer):
     a, b = pod("a", "n1"), pod("b")
     written(owner, writer, nodes("n1"), [a, b])
-    feed(owner, CompareRequest(nodes("n1"), [a, b], "30"))
+    feed(owner, comparison(nodes("n1"), [a, b], "30"))
     report = latest_report(writer, owner)
     assert report["rows_compared"] and report["clean"], report
     assert report["rows_missing"] == report["rows_extra"] == report["rows_stale"] == []
@@ -48,12 +47,12 @@ def test_a_row_of_a_deleted_pod_is_drift_and_is_deleted(owner, writer):
     assert not PodRecord.objects.filter(uid=uid(gone)).exists()
     # What a stale owner's late flush did (issue 22): the deleted pod's row upserted again.
     row.save()
-    feed(owner, CompareRequest(nodes("n1"), [a], "30"))
+    feed(owner, comparison(nodes("n1"), [a], "30"))
     report = latest_report(writer, owner)
     assert not report["clean"]
     assert report["rows_extra"] == [["pod", uid(gone), ["Added", "n1"], None]]
     assert not PodRecord.objects.filter(uid=uid(gone)).exists()      # healed by that flush
-    feed(owner, CompareRequest(nodes("n1"), [a], "31"))
+    feed(owner, comparison(nodes("n1"), [a], "31"))
     assert latest_report(writer, owner)["clean"]
 
 
@@ -63,7 +62,7 @@ def test_missing_and_stale_rows_are_drift_and_are_rewritten(owner, writer):
     PodRecord.objects.filter(uid=uid(a)).delete()
     PodRecord.objects.filter(uid=uid(b)).update(state="Pending", node="")
     NodeRecord.objects.filter(name="n2").delete()
-    feed(owner, CompareRequest(nodes("n1", "n2"), [a, b], "30"))
+    feed(owner, comparison(nodes("n1", "n2"), [a, b], "30"))
     report = latest_report(writer, owner)
     generation = owner.cache.node_info("n2").generation
     assert report["rows_missing"] == [["node", "n2", None, generation],
@@ -80,7 +79,7 @@ def test_rows_behind_the_cache_by_a_flush_are_not_drift(owner, writer):
     # Changed in the cache, not yet flushed at the dump: the rows are behind, by design,
     # and written (the owner moved on) before the comparison is recorded.
     feed(owner, watched("pods", "DELETED", gone), watched("pods", "ADDED", new))
-    owner.apply(CompareRequest(nodes("n1"), [a, new], "30"))
+    owner.apply(comparison(nodes("n1"), [a, new], "30"))
     compared = owner.feed.get(timeout=10)
     flushed(owner, writer)
     owner.apply(compared)
@@ -100,7 +99,7 @@ def test_rows_changed_between_the_dump_and_the_report_are_not_drift(owner, write
         assert release.wait(10), "the test never released the comparison"
         return real()
     monkeypatch.setattr(row_drift, "read_rows", read_later)
-    owner.apply(CompareRequest(nodes("n1"), [a, new], "30"))
+    owner.apply(comparison(nodes("n1"), [a, new], "30"))
     assert dumped.wait(10)
     # After the dump, and written before the rows are read: one pod left, one came.
     owner.apply(watched("pods", "DELETED", gone))
@@ -115,7 +114,7 @@ def test_rows_changed_between_the_dump_and_the_report_are_not_drift(owner, write
 
 def test_rows_are_not_compared_before_every_row_was_written(owner, writer):
     synced(owner, nodes("n1"), [pod("a", "n1")])
-    feed(owner, CompareRequest(nodes("n1"), [pod("a", "n1")], "30"))
+    feed(owner, comparison(nodes("n1"), [pod("a", "n1")], "30"))
     report = latest_report(writer, owner)
     assert report["rows_compared"] is False and "rows_extra" not in report
 
@@ -128,7 +127,7 @@ def test_rows_that_cannot_be_read_leave_the_caches_comparison_standing(owner, wr
     def down():
         raise OperationalError("connection failed: Connection refused")
     monkeypatch.setattr(row_drift, "read_rows", down)
-    feed(owner, CompareRequest(nodes("n1"), [a, pod("missed", "n1")], "30"))
+    feed(owner, comparison(nodes("n1"), [a, pod("missed", "n1")], "30"))
     monkeypatch.undo()
     report = latest_report(writer, owner)
     assert report["rows_compared"] is False
