@@ -39,6 +39,9 @@ CALLS = {
     # binds, the worker's Celery tasks the others.
     ("dashboard/kube/binding.py", "POST pods/binding"): ({"owner", "worker"}, ("pods/binding", {"create"})),
     ("dashboard/kube/binding.py", "GET pods"): ({"owner", "worker"}, ("pods", {"get"})),
+    # What a comparison found drifted, fetched again by the owner's decoder (drift_repair.py).
+    ("dashboard/owner/decoder.py", "read_namespaced_pod"): ({"owner"}, ("pods", {"get"})),
+    ("dashboard/owner/decoder.py", "read_node"): ({"owner"}, ("nodes", {"get"})),
     ("dashboard/poolkeeper/claimer.py", "PATCH pods"): ({"pools"}, ("pods", {"patch"})),
     # Only under `manage.py up` with the simulated cluster: the stand-in for kube-scheduler
     # (SCHEDVIEW_SCHEDULE_PERIOD, unset in the manifests; in a cluster kube-scheduler
