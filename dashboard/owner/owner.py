@@ -253,7 +253,8 @@ class CacheOwner:
         self.rows.build(batch)
         if not self._pruned and all(self.synced.values()) and not self.rows.backlog():
             batch.prune_epoch, self._pruned = self.rows.epoch, True
-        self.pending_reasons.step(self.clock())
+        now = self.clock()
+        self.pending_reasons.step(now, self.feed_lag.seconds(now))
         status = self.status()
         self.feed_lag.new_window()
         self.metrics.record_flush(events, status, batch.comparer_runs, bind_seconds)

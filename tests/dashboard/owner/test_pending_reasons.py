@@ -9,6 +9,7 @@ from schedcache import Cache
 from schedcache.podinfo import make_pod_info
 
 from dashboard.owner import pending_reasons
+from dashboard.owner.decoder import DecodedEvents
 from dashboard.owner.owner import CacheOwner
 from dashboard.owner.pending_pods import PendingPods
 from tests.decoded_feed import synced_items, watched
@@ -148,4 +149,19 @@ def test_the_status_counts_pending_pod_changes_and_sweeps_for_the_live_pages(own
     owner.apply(watched("pods", "DELETED", pod))
     assert owner.status()["pending_changes"] == came + 1
     owner.flush()                                            # within the period: no sweep
+    assert owner.status()["pending_sweeps"] == 1
+
+
+def test_the_sweep_waits_while_the_feed_is_behind(owner):
+    """Issue 26: at 1,000 events a second the sweep took more of the owner's thread than
+    applying the feed, which never caught up."""
+    late = watched("pods", "ADDED", why.pending(BY_NAME["host-port"]))
+    owner.feed.put(DecodedEvents(late.kind, late.events,
+                                 received=owner.clock.now - 2 * pending_reasons.BEHIND))
+    owner.flush()                                     # queued for 2 s: the sweep waits
+    assert owner.status()["pending_sweeps"] == 0
+    owner.drain_feed()
+    owner.flush()                                     # applied after 2 s: it still waits
+    assert owner.status()["pending_sweeps"] == 0
+    owner.flush()                                     # caught up
     assert owner.status()["pending_sweeps"] == 1
