@@ -15,7 +15,7 @@ from schedcache.podinfo import unpack_pod_info
 
 from dashboard.owner.comparing import newer
 from dashboard.owner.decoder import DecodedEvents, DecodedPage, DecodedRepairs
-from dashboard.owner.pending_pods import PendingPods, lean_pod
+from dashboard.owner.pending_pods import PendingPods, held_info, lean_pod
 from dashboard.owner.pod_ref import pod_ref
 
 log = logging.getLogger(__name__)
@@ -92,13 +92,10 @@ class FeedApplier:
         owner holds at the same or a newer version (the watch got there first) is left as
         it is; a deletion is final (its uid never comes back)."""
         self.journal.stamp("repair")
+        apply = self._apply_pod_record if item.kind == "pods" else self._apply_node
         for etype, record in item.events:
-            if etype == "DELETED":
-                (self._apply_pod_record if item.kind == "pods" else self._apply_node)(
-                    etype, record)
-            elif not self._holds_as_new(item.kind, record):
-                (self._apply_pod_record if item.kind == "pods" else self._apply_node)(
-                    etype, record)
+            if etype == "DELETED" or not self._holds_as_new(item.kind, record):
+                apply(etype, record)
             else:
                 self.stats["skipped"] += 1
 
@@ -114,8 +111,7 @@ class FeedApplier:
             uid, fetched = record[0][0], record[0][4]
             if self.cache.is_assumed_pod(pod_ref(uid)):
                 return False     # confirmed by the fetched pod as by the watch's
-            entry = self.pending.entry(uid)
-            info = entry.info if entry is not None else self.cache.pod_info(uid)
+            info = held_info(self.pending, self.cache, uid)
             held = info.resource_version if info is not None else ""
         return bool(held) and (held == fetched or newer(held, fetched))
 

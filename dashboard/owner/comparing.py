@@ -25,6 +25,7 @@ from dashboard.owner import drift_repair, row_drift
 from dashboard.owner.commands import CommandError
 from dashboard.owner.decoder import compared_pod
 from dashboard.owner.journal import utc
+from dashboard.owner.pending_pods import held_info
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,9 @@ class Compared:
     """A comparison made off the owner's thread, for the owner to settle and record."""
     request: CompareRequest
     report: object                # schedcache.CompareReport
-    rows: dict = None             # row_drift.compare_rows' findings; None: not compared
-    pending: drift_repair.PendingDrift = None    # the owner's pending pods against the lists
-    names: dict = None            # uid -> (namespace, name) of the pods found missed
+    rows: dict | None             # row_drift.compare_rows' findings; None: not compared
+    pending: drift_repair.PendingDrift   # the owner's pending pods against the lists
+    names: dict                   # uid -> (namespace, name) of the pods found missed
 
 
 @dataclass
@@ -161,8 +162,7 @@ class Comparer:
         request = compared.request
         try:
             report = self._settled(compared.report, request.resource_version)
-            pending = self._settled_pending(compared.pending or drift_repair.PendingDrift(),
-                                            request.resource_version)
+            pending = self._settled_pending(compared.pending, request.resource_version)
             # An assumed pod whose bind is overdue is drift too, though a relist cannot heal
             # it (the pod is still unbound in the cluster): the bind deadline does.
             overdue = [uid for uid, _ in self.overdue()]
@@ -182,7 +182,7 @@ class Comparer:
                             {k: len(v) for k, v in rows.items() if v})
                 row_drift.repair(rows, self.rows)
             if not (report.clean and pending.clean):
-                self._heal(report, pending, compared.names or {}, request)
+                self._heal(report, pending, compared.names, request)
         finally:
             self._busy.clear()
 
@@ -203,8 +203,7 @@ class Comparer:
 
     def _held_name(self, uid):
         """(namespace, name) of a pod the owner holds, pending or cached; else None."""
-        entry = self.pending.entry(uid)
-        info = entry.info if entry is not None else self.cache.pod_info(uid)
+        info = held_info(self.pending, self.cache, uid)
         return (info.namespace, info.name) if info is not None else None
 
     def failed(self, failure: CompareFailed):

@@ -291,11 +291,6 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
                                    comparisons)))
 
 
-def _whole(obj):
-    """A node's record: the parsed node itself."""
-    return obj
-
-
 def _list_for_comparison(api_factory, sink, watch_list: bool) -> None:
     """Both lists, cut down as they are read (a page at a time is whole), then shipped."""
     try:
@@ -352,9 +347,9 @@ def _fetch(api, kind: str, key):
 
 
 def repaired(kind: str, key, obj, digest) -> list:
-    """What a repair hands over for one fetched object: (type, record) pairs. A pod that is
-    gone, or whose name another pod (another uid) now has, is DELETED: a uid never
-    comes back."""
+    """What a repair hands over for one fetched object: (type, record) pairs, a pod's
+    record made by `digest`, a node's the node itself. A pod that is gone, or whose name
+    another pod (another uid) now has, is DELETED: a uid never comes back."""
     if kind == "pods":
         _, _, uid = key
         found = [] if obj is None else [("MODIFIED", digest(obj))]
@@ -393,7 +388,7 @@ def _follow_control(conn, reflectors: dict, stop: threading.Event, api_factory,
             elif op == "repair":
                 threading.Thread(target=_repair,
                                  args=(api_factory, kind, keys[0], outbox.sink,
-                                       reflectors[kind].digest or _whole),
+                                       reflectors[kind].digest),
                                  name=f"decoder-repair-{kind}", daemon=True).start()
             elif op == "compare":
                 threading.Thread(target=_list_for_comparison,

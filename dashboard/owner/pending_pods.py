@@ -41,6 +41,12 @@ class PendingPod(NamedTuple):
         return lean_pod(self.info, self.annotations)
 
 
+def held_info(pending: "PendingPods", cache, uid) -> PodInfo | None:
+    """The digest of the pod as the owner holds it: pending, else in the cache."""
+    entry = pending.entry(uid)
+    return entry.info if entry is not None else cache.pod_info(uid)
+
+
 class PendingPods(Mapping):
     """uid -> the pending pod's Mapping, thawed on each read; `entries()` for what is read
     of all of them (the queue's order, the claims, the nominations) without thawing any."""
