@@ -43,6 +43,9 @@ class Child:
     env: dict[str, str] | None = None    # the child's whole environment (None: ours)
     probe: str = ""      # host:port of its /healthz /readyz /metrics, when it serves them
     pass_fds: tuple[int, ...] = ()   # descriptors it inherits (the extender's socket)
+    # Added to its CPU niceness: what stands in for other machines' work (the simulated
+    # API server, kube-scheduler's stand-in) yields the cores to the dashboard's own.
+    nice: int = 0
 
 
 @dataclass
@@ -103,9 +106,13 @@ class Supervisor:
         """Start `child` in its own process group (a Ctrl-C in the terminal reaches only the
         supervisor, which stops children in order), bound to die with this thread."""
         parent = os.getpid()
+
+        def in_the_child():
+            die_with_parent(parent)
+            os.nice(child.nice)
+
         process = subprocess.Popen(child.argv, process_group=0, env=child.env,
-                                   pass_fds=child.pass_fds,
-                                   preexec_fn=lambda: die_with_parent(parent))
+                                   pass_fds=child.pass_fds, preexec_fn=in_the_child)
         self.running[child.name] = (child, process)
         self._started_at[child.name] = self.clock()
         state = self.states.get(child.name)

@@ -40,6 +40,10 @@ from dashboard.wire.clients import redis_client
 from dashboard.wire.extender import parse_address
 
 HOST = "127.0.0.1"
+# The simulated API server and kube-scheduler's stand-in are other machines' work on a real
+# cluster; here they share the cores with the dashboard, and yield them to it (a niceness
+# of 5 weighs a third of the default's under contention: they slow down, never stop).
+OTHER_MACHINES_NICE = 5
 
 
 def children_env(simulated: bool) -> dict:
@@ -61,7 +65,7 @@ def simulated_cluster(kubeconfig, nodes, pods, churn, env: dict) -> Child:
                                 "--pods", str(pods), "--zones", "3", "--churn", str(churn),
                                 "--pending-fraction", "0.02", "--bookmark-interval", "10",
                                 *DEMO_POOLS, "--kubeconfig", str(kubeconfig)],
-                 infrastructure=True, env=env)
+                 infrastructure=True, env=env, nice=OTHER_MACHINES_NICE)
 
 
 def replaying_cluster(kubeconfig, recording, speed, reschedule, env: dict) -> Child:
@@ -71,7 +75,7 @@ def replaying_cluster(kubeconfig, recording, speed, reschedule, env: dict) -> Ch
                                 str(recording), "--speed", str(speed),
                                 *(("--reschedule",) if reschedule else ()), "--no-kubelet",
                                 "--bookmark-interval", "10", "--kubeconfig", str(kubeconfig)],
-                 infrastructure=True, env=env)
+                 infrastructure=True, env=env, nice=OTHER_MACHINES_NICE)
 
 
 def checked_recording(path) -> int:
@@ -158,13 +162,13 @@ def probed(env: dict) -> tuple[dict, str]:
     return dict(env, SCHEDVIEW_PROBE_ADDRESS=address), address
 
 
-def manage(name, env, *argv, probe=False, pass_fds=()) -> Child:
+def manage(name, env, *argv, probe=False, pass_fds=(), nice=0) -> Child:
     """A `manage.py` child; `probe`: it serves /metrics on a port of its own."""
     address = ""
     if probe:
         env, address = probed(env)
     return Child(name, [sys.executable, "manage.py", *argv], env=env, probe=address,
-                 pass_fds=tuple(pass_fds))
+                 pass_fds=tuple(pass_fds), nice=nice)
 
 
 def extender_socket(address: str) -> socket.socket:
@@ -180,6 +184,11 @@ def extender_socket(address: str) -> socket.socket:
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)   # as cheroot sets its own
     sock.set_inheritable(True)
     return sock
+
+
+def standin(env) -> Child:
+    """kube-scheduler's stand-in, scheduling the simulated cluster's pending pods."""
+    return manage("standin", env, "standin", nice=OTHER_MACHINES_NICE)
 
 
 def celery(name, env, *argv, probe=False) -> Child:
@@ -276,7 +285,7 @@ class Command(BaseCommand):
                 # ...and it needs an extender to call.
                 if (float(env.get("SCHEDVIEW_SCHEDULE_PERIOD") or 0) > 0
                         and settings.SCHEDVIEW_EXTENDER_ADDRESS):
-                    supervisor.start(manage("standin", env, "standin"))
+                    supervisor.start(standin(env))
                 supervisor.start(celery("beat", env, "beat", "--schedule",
                                         str(settings.VAR_DIR / "celerybeat-schedule")))
                 supervisor.start(web(port, env))

@@ -15,6 +15,7 @@ import pytest
 import redis
 import requests
 
+from dashboard.management.commands.up import OTHER_MACHINES_NICE
 from tests.children import spawn
 from tests.dashboard.runtime.processes import alive, descendants
 from tests.waiting import wait_for
@@ -99,6 +100,20 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def niceness_by_command(pid: int) -> dict[str, set[int]]:
+    """The niceness of the processes below `pid`, by the words of their command lines."""
+    found = {}
+    for child in descendants(pid):
+        try:
+            words = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
+            nice = os.getpriority(os.PRIO_PROCESS, child)
+        except OSError:
+            continue
+        for word in words:
+            found.setdefault(word.decode(), set()).add(nice)
+    return found
+
+
 def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
     port = free_port()
     process = up(tmp_path, port)
@@ -126,6 +141,11 @@ def test_up_serves_the_dashboard_and_ctrl_c_stops_everything(tmp_path):
         assert requests.get(f"{probes['worker']}/healthz").status_code == 200
         with urlopen(f"http://127.0.0.1:{port}/static/schedview.css") as response:
             assert response.status == 200
+        # The simulated API server yields the cores to the dashboard's own processes.
+        niceness = niceness_by_command(process.pid)
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        assert niceness["simcluster"] == {min(ours + OTHER_MACHINES_NICE, 19)}, niceness
+        assert niceness["daphne"] == niceness["watch"] == {ours}, niceness
         process.send_signal(signal.SIGINT)
         try:
             process.wait(timeout=60)

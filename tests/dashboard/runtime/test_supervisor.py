@@ -86,6 +86,15 @@ def test_children_are_in_their_own_process_group():
         assert os.getpgid(sleeper.pid) == sleeper.pid != os.getpgid(0)
 
 
+def test_a_child_yields_the_cores_by_its_niceness_and_the_others_do_not():
+    with Supervisor() as supervisor:
+        ours = os.getpriority(os.PRIO_PROCESS, 0)
+        other = supervisor.start(Child("simcluster", SLEEPER, nice=5))
+        own = supervisor.start(Child("web", SLEEPER))
+        assert os.getpriority(os.PRIO_PROCESS, other.pid) == min(ours + 5, 19)
+        assert os.getpriority(os.PRIO_PROCESS, own.pid) == ours
+
+
 def test_a_child_that_ignores_sigterm_is_killed():
     supervisor = Supervisor(stop_timeout=0.2)
     # An ignored signal stays ignored through exec: the child ignores SIGTERM from its start.
