@@ -415,12 +415,12 @@ class Cache:
         with self._lock:
             info = self._node_info(name)
             existed = info.has_node
-            self._images.remove_node(name, info._s.images)
+            self._images.remove_node(info._s.images)
             if existed:
                 self.node_tree.update_node(None, node)
             else:
                 self.node_tree.add_node(node)
-            info._set_node(frozen, allocatable, self._images.add_node(name, images))
+            info._set_node(frozen, allocatable, self._images.add_node(images))
             self._touch(name, info)
             self._events.emit(ev.NODE_UPDATED if existed else ev.NODE_ADDED, name, name=name,
                               node=name, generation=self._generation)
@@ -433,7 +433,7 @@ class Cache:
             info = self._nodes.get(name)
             if info is None or not info.has_node:
                 raise CacheError(f"node {name!r} is not in the cache, so it cannot be removed")
-            self._images.remove_node(name, info._s.images)
+            self._images.remove_node(info._s.images)
             info._set_node(None, EMPTY, {})
             self.node_tree.remove_node(node)
             if not self._drop_if_empty(name, info):

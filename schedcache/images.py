@@ -9,15 +9,18 @@ class ImageStateSummary(NamedTuple):
 
 
 class _ImageState:
-    __slots__ = ("size", "nodes", "summary")
+    """An image's size and how many nodes hold it: a count, not the nodes' names (a set of
+    them cost 5 kB a node), since each node's NodeInfo keeps which images it holds."""
+    __slots__ = ("size", "num_nodes", "summary")
 
     def __init__(self, size):
         self.size = size
-        self.nodes = set()
+        self.num_nodes = 0
         self.summary = ImageStateSummary(size, 0)
 
-    def _refresh(self):
-        self.summary = ImageStateSummary(self.size, len(self.nodes))
+    def _count(self, delta):
+        self.num_nodes += delta
+        self.summary = ImageStateSummary(self.size, self.num_nodes)
 
 
 def node_images(node) -> list:
@@ -34,25 +37,24 @@ class ImageStates:
     def __init__(self):
         self._states = {}
 
-    def add_node(self, node_name, images) -> dict:
+    def add_node(self, images) -> dict:
         """Record the node's images; returns name -> live state for its NodeInfo."""
         held = {}
         for names, size in images:
             for name in names:
+                if name in held:        # a name the node reports twice counts it once
+                    continue
                 state = self._states.get(name)
                 if state is None:
                     state = self._states[name] = _ImageState(size)
-                state.nodes.add(node_name)
-                state._refresh()
+                state._count(1)
                 held[name] = state
         return held
 
-    def remove_node(self, node_name, held: dict):
+    def remove_node(self, held: dict):
         for name, state in held.items():
-            state.nodes.discard(node_name)
-            if state.nodes:
-                state._refresh()
-            else:
+            state._count(-1)
+            if not state.num_nodes:
                 self._states.pop(name, None)
 
     def __len__(self):
@@ -60,4 +62,4 @@ class ImageStates:
 
     def num_nodes(self, name) -> int:
         state = self._states.get(name)
-        return len(state.nodes) if state else 0
+        return state.num_nodes if state else 0

@@ -159,7 +159,8 @@ class PlacedPods:
         self.group_labels = {}   # group key -> its labels as a dict
         self.by_label = {}       # (label key, value) -> {group key: None}, the groups with it
         self._anti_nodes = {}    # node -> (generation, its Terms)
-        self._group_nodes = {}   # node -> (generation, its group keys)
+        self._group_nodes = {}   # node -> (generation, {its group keys: pods})
+        self._group_keys = {}    # group key -> the one equal key object the tables share
         # (records, their generation) each table was last brought to: a snapshot that has
         # not moved needs no pass over its nodes
         self._anti_at = self._groups_at = None
@@ -207,25 +208,32 @@ class PlacedPods:
         for term in terms:
             _add(self.anti, term, name, -1)
 
-    def _read_groups(self, record) -> list:
-        keys, name = [], record.name
+    def _read_groups(self, record) -> dict:
+        """The node's groups, each with its pods: a group key is one object however many
+        pods and nodes carry it (a key a pod was 0.5 kB of the owner's memory a pod)."""
+        counts, name = {}, record.name
         for info in record.info.pods:
             # Label dicts are shared by the pods with the same labels (schedcache.podinfo):
             # their items, in that shared order, name the group.
             key = (info.namespace, tuple(info.labels.items()) if info.labels else ())
-            if key not in self.group_labels:
+            counts[key] = counts.get(key, 0) + 1
+        kept = {}
+        for key, pods in counts.items():
+            shared = self._group_keys.get(key)
+            if shared is None:
+                shared = self._group_keys[key] = key
                 self.group_labels[key] = dict(key[1])
                 for pair in key[1]:
                     self.by_label.setdefault(pair, {})[key] = None
-            keys.append(key)
-            _add(self.groups, key, name, 1)
-        return keys
+            kept[shared] = pods
+            _add(self.groups, shared, name, pods)
+        return kept
 
-    def _unread_groups(self, name, keys):
-        for key in keys:
-            _add(self.groups, key, name, -1)
+    def _unread_groups(self, name, kept):
+        for key, pods in kept.items():
+            _add(self.groups, key, name, -pods)
             if key not in self.groups:
-                del self.group_labels[key]
+                del self.group_labels[key], self._group_keys[key]
                 for pair in key[1]:
                     groups = self.by_label[pair]
                     del groups[key]

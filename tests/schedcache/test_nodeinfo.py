@@ -373,6 +373,16 @@ def test_image_with_several_names():
     assert _images(d.nodes[N2]) == {names[1]: (42, 2)}
 
 
+def test_a_name_a_node_reports_twice_counts_that_node_once():
+    cache = Cache(ttl=0)
+    n1 = b.node(N1, images=[IMG_A, IMG_A])
+    cache.add_node(n1)
+    cache.add_node(b.node(N2, images=[IMG_A]))
+    assert _images(cache.dump().nodes[N2]) == {IMG_A[0]: (IMG_A[1], 2)}
+    cache.remove_node(n1)
+    assert _images(cache.dump().nodes[N2]) == {IMG_A[0]: (IMG_A[1], 1)}
+
+
 # ----------------------------------------------------------------- generations
 
 

@@ -303,3 +303,31 @@ def test_the_memo_keeps_the_latest_shapes_only():
         diagnoser.diagnose(make_pod(f"p{cpu}", requests={"cpu": f"{cpu * 10}"})).as_dict()
     assert len(diagnoser.memos) == dx.MEMO_SHAPES
     assert (("cpu", (dx.MEMO_SHAPES + 2) * 10_000),) in diagnoser.memos
+
+
+def test_the_placed_pods_groups_share_one_key_and_count_pods_node_by_node():
+    """Equal pods (namespace and labels) are one group, whose key is one object however
+    many pods and nodes carry it, counted per node; the group goes with its last pod."""
+    cache, diagnoser = _cluster()
+    web = [make_pod(f"web-{i}", namespace="why", node_name=node, labels={"app": "shop"},
+                    requests={"cpu": "10m"}, uid=f"uid-web-{i}")
+           for i, node in enumerate(["small-0", "small-0", "small-1"])]
+    for pod in web:
+        cache.add_pod(pod)
+    pod = why.pending(BY_NAME["pod-affinity"])       # affinity terms: the groups are read
+    diagnoser.diagnose(pod)
+    placed = diagnoser.placed
+    [key] = [key for key in placed.groups if ("app", "shop") in key[1]]  # with the zone's
+    assert placed.groups[key] == {"small-0": 2, "small-1": 1}
+    keys = [k for node in ("small-0", "small-1") for k in placed._group_nodes[node][1]
+            if k == key]
+    assert len(keys) == 2 and keys[0] is keys[1]
+    assert placed.group_labels[key] == dict(key[1])
+    for placed_pod in web[:2]:
+        cache.remove_pod(placed_pod)
+    diagnoser.diagnose(pod)
+    assert placed.groups[key] == {"small-1": 1}
+    cache.remove_pod(web[2])
+    diagnoser.diagnose(pod)
+    assert key not in placed.groups and key not in placed.group_labels
+    assert ("app", "shop") not in placed.by_label
