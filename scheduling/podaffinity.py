@@ -144,19 +144,22 @@ def _add(table, key, name, delta):
             del table[key]
 
 
+_NO_LABELS = {}   # the labels of every pod without any: one group key a namespace
+
+
 class PlacedPods:
     """What inter-pod affinity reads of the placed pods, kept node by node: a node's pods
     are read again only when its generation moved, so a diagnosis does not walk every
     pod of the cluster (bench/diagnosis_bench.py).
 
     `anti`: a placed pod's required anti-affinity Term -> {node: pods carrying it}, kept
-    always (any pod may be refused by it). `groups`: (namespace, label items) -> {node:
+    always (any pod may be refused by it). `groups`: (namespace, id of the labels) -> {node:
     pods}, kept from the first pod with affinity terms on (`refresh(groups=True)`)."""
 
     def __init__(self):
         self.anti = {}
         self.groups = {}
-        self.group_labels = {}   # group key -> its labels as a dict
+        self.group_labels = {}   # group key -> its pods' labels (the dict they share)
         self.by_label = {}       # (label key, value) -> {group key: None}, the groups with it
         self._anti_nodes = {}    # node -> (generation, its Terms)
         self._group_nodes = {}   # node -> (generation, {its group keys: pods})
@@ -209,32 +212,34 @@ class PlacedPods:
             _add(self.anti, term, name, -1)
 
     def _read_groups(self, record) -> dict:
-        """The node's groups, each with its pods: a group key is one object however many
-        pods and nodes carry it (a key a pod was 0.5 kB of the owner's memory a pod)."""
-        counts, name = {}, record.name
+        """The node's groups, each with its pods. Pods with equal labels share one labels
+        dict (schedcache.podinfo), so a group is keyed by its namespace and that dict's id,
+        the dict held in `group_labels` while the group lives (no other can take its id):
+        no key or copy of labels is kept a pod (they were 1 kB of the owner's a pod)."""
+        counts, labels_of = {}, {}
         for info in record.info.pods:
-            # Label dicts are shared by the pods with the same labels (schedcache.podinfo):
-            # their items, in that shared order, name the group.
-            key = (info.namespace, tuple(info.labels.items()) if info.labels else ())
+            labels = info.labels or _NO_LABELS
+            key = (info.namespace, id(labels))
             counts[key] = counts.get(key, 0) + 1
+            labels_of[key] = labels
         kept = {}
         for key, pods in counts.items():
             shared = self._group_keys.get(key)
             if shared is None:
                 shared = self._group_keys[key] = key
-                self.group_labels[key] = dict(key[1])
-                for pair in key[1]:
+                self.group_labels[key] = labels = labels_of[key]
+                for pair in labels.items():
                     self.by_label.setdefault(pair, {})[key] = None
             kept[shared] = pods
-            _add(self.groups, shared, name, pods)
+            _add(self.groups, shared, record.name, pods)
         return kept
 
     def _unread_groups(self, name, kept):
         for key, pods in kept.items():
             _add(self.groups, key, name, -pods)
             if key not in self.groups:
-                del self.group_labels[key], self._group_keys[key]
-                for pair in key[1]:
+                del self._group_keys[key]
+                for pair in self.group_labels.pop(key).items():
                     groups = self.by_label[pair]
                     del groups[key]
                     if not groups:

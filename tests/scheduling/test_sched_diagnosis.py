@@ -234,7 +234,8 @@ def test_the_placed_pods_index_follows_pods_and_nodes_between_diagnoses():
     assert "small-0" in diagnoser.diagnose(pod).feasible
     cache.remove_pod(cache.get_pod({"metadata": {"uid": "uid-db-0"}}))
     assert "small-2" in diagnoser.diagnose(pod).feasible
-    assert ("why", (("role", "db"),)) not in diagnoser.placed.groups
+    assert not [labels for labels in diagnoser.placed.group_labels.values()
+                if labels.get("role") == "db"]
     assert ("role", "db") not in diagnoser.placed.by_label
 
 
@@ -317,12 +318,12 @@ def test_the_placed_pods_groups_share_one_key_and_count_pods_node_by_node():
     pod = why.pending(BY_NAME["pod-affinity"])       # affinity terms: the groups are read
     diagnoser.diagnose(pod)
     placed = diagnoser.placed
-    [key] = [key for key in placed.groups if ("app", "shop") in key[1]]  # with the zone's
+    [key] = [key for key, labels in placed.group_labels.items() if labels.get("app") == "shop"]
     assert placed.groups[key] == {"small-0": 2, "small-1": 1}
     keys = [k for node in ("small-0", "small-1") for k in placed._group_nodes[node][1]
             if k == key]
     assert len(keys) == 2 and keys[0] is keys[1]
-    assert placed.group_labels[key] == dict(key[1])
+    assert placed.group_labels[key] is cache.pod_info("uid-web-2").labels   # not a copy
     for placed_pod in web[:2]:
         cache.remove_pod(placed_pod)
     diagnoser.diagnose(pod)
