@@ -13,7 +13,8 @@ taints, conditions, resources), PodRecord (mostly Added, some Pending, Assumed, 
 Forgotten), the last hour's transitions, 300 snapshot samples and a day of health samples,
 then VACUUM ANALYZE (beat's `vacuum` runs where autovacuum is off). No owner writes its
 status: the pages render as with none live. Each page is fetched `--requests` times (after
-one warm-up) as a logged-in operator in this process; p50/p99 are printed per page.
+one warm-up) as a logged-in operator in this process, under the web's collector settings
+(`dashboard/asgi.py`); p50/p99 are printed per page.
 `--profile PAGE` then prints cProfile's top functions of 10 fetches of that page.
 Figures are printed, nothing is asserted.
 """
@@ -291,6 +292,7 @@ def main() -> int:
     print(f"# {NodeRecord.objects.count():,} nodes, {PodRecord.objects.count():,} pods, "
           f"load average {os.getloadavg()[0]:.1f}")
     client = operator_client()
+    import dashboard.asgi  # noqa: F401  the web's collector settings, as daphne loads them
     time_pages(client, [p for p in args.pages.split(",") if p], args.requests)
     if args.profile:
         profile(client, args.profile)

@@ -215,7 +215,7 @@ class PlacedPods:
         """The node's groups, each with its pods. Pods with equal labels share one labels
         dict (schedcache.podinfo), so a group is keyed by its namespace and that dict's id,
         the dict held in `group_labels` while the group lives (no other can take its id):
-        no key or copy of labels is kept a pod (they were 1 kB of the owner's a pod)."""
+        no key is kept a pod, no copy of labels a group."""
         counts, labels_of = {}, {}
         for info in record.info.pods:
             labels = info.labels or _NO_LABELS
