@@ -157,7 +157,8 @@ def kept(pod):
     try:
         if not _node_of(pod):
             return pending_pod(pod)
-        return BoundPod(make_pod_info(pod), victim_facts(pod), _finished(pod), _version(pod))
+        return BoundPod(make_pod_info(pod, mapping=False), victim_facts(pod), _finished(pod),
+                        _version(pod))
     except (CacheError, KeyError, TypeError, AttributeError, orjson.JSONEncodeError):
         return pod
 

@@ -143,3 +143,29 @@ def test_replicas_share_their_workload_and_keep_their_own_status():
             pod["spec"]["containers"][0]["resources"]
     other = dict(replicas[0], spec=dict(replicas[0]["spec"], priority=9))
     assert make_pod_info(other)._workload is not a._workload
+
+
+@pytest.mark.parametrize("affinity, kept", [
+    (None, False), (b.pod_affinity_required(), True), (b.pod_anti_affinity_required(), True),
+    (b.node_affinity_only(), False)])
+def test_a_pod_info_made_without_its_mapping_keeps_it_only_for_inter_pod_affinity(affinity,
+                                                                                  kept):
+    """kube-scheduler's stand-in holds every placed pod and reads the Mapping of those with
+    inter-pod affinity terms only (scheduling.podaffinity): the rest keep their digest."""
+    pod = b.pod("web", "node-1", cpu="250m", ports=[b.port(8080)], labels={"app": "web"},
+                affinity=affinity, pvcs=["data"])
+    whole, lean = make_pod_info(pod), make_pod_info(pod, mapping=False)
+    assert [getattr(lean, slot) for slot in SLOTS] == [getattr(whole, slot) for slot in SLOTS]
+    assert (lean.requested, lean.non_zero_requested) == (whole.requested,
+                                                         whole.non_zero_requested)
+    if kept:
+        assert lean.pod == whole.pod
+    else:
+        assert lean._frozen is None and lean._workload is None
+        assert lean.pod == {"metadata": {"name": "web", "namespace": "default",
+                                         "uid": "uid-default-web", "resourceVersion": "1",
+                                         "labels": {"app": "web"}},
+                            "spec": {"nodeName": "node-1"}}
+    cache = Cache(ttl=0)
+    cache.add_pod_info(lean)
+    assert cache.dump().nodes["node-1"].requested == whole.requested
