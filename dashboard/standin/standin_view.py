@@ -24,9 +24,10 @@ Of a node the view keeps what those filters read (`node_filtered`: no images, no
 conditions), made as each page or event is read. Assigned live pods are in the cache
 (added; the stand-in's own binds assumed until the watch confirms them), pods without a
 node in `pending`. Of a pod with a node the view keeps only what kube-scheduler's filters
-count on its node (the cache's digest: requests, host ports, labels...) and the few facts
-its preemption reads (`BoundPod`), made by the pods reflector's digest as each list page or
-event is read: no page of whole pods is held (issue 26). A pod without a node is kept as
+count on its node (the cache's digest: requests, host ports, labels..., without the pod's
+frozen Mapping unless inter-pod affinity reads its terms) and the few facts its preemption
+reads (`BoundPod`), made by the pods reflector's digest as each list page or event is
+read: no page of whole pods is held (issue 26). A pod without a node is kept as
 what a period picks pods by (its queue order, version, scheduler, the facts preemption
 reads) and the pod itself as compressed JSON (`PendingPod`, about 2 kB where the parsed
 pod costs 17 kB): under churn pending pods pile up by the thousand, and a period thaws
