@@ -187,11 +187,18 @@ def pod_key(pod) -> str:
     return uid
 
 
+def _inter_pod_terms(affinity) -> bool:
+    """Whether a pod's affinity has inter-pod terms (podAffinity or podAntiAffinity)."""
+    return bool(affinity) and (affinity.get("podAffinity") is not None
+                               or affinity.get("podAntiAffinity") is not None)
+
+
 def make_pod_info(pod, mapping: bool = True) -> PodInfo:
     """Validate and digest a pod; CacheError (and nothing built) for one the cache can't hold.
     `mapping=False`: keep the frozen Mapping only of a pod with inter-pod affinity terms
     (the one part of a placed pod a filter reads: scheduling.podaffinity), for a holder of
-    many pods that serves them to nobody (kube-scheduler's stand-in: 0.4 kB a pod)."""
+    many pods that serves them to nobody (kube-scheduler's stand-in: 0.4 kB a pod); the
+    others are not frozen at all."""
     key = pod_key(pod)
     metadata = pod["metadata"]
     try:
@@ -199,8 +206,10 @@ def make_pod_info(pod, mapping: bool = True) -> PodInfo:
         namespace = _intern(metadata.get("namespace") or "")
         name = metadata.get("name") or ""
         requested, non_zero = pod_requests(spec)
-        workload, frozen = _freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec,
-                                   pod.get("status"))
+        affinity = spec.get("affinity")
+        workload, frozen = (_freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec,
+                                    pod.get("status"))
+                            if mapping or _inter_pod_terms(affinity) else (None, None))
         labels = _shared_labels(metadata.get("labels"))
         tolerations = spec.get("tolerations")
         tolerations = _shared_bytes(marshal.dumps(tolerations, 2)) if tolerations else None
@@ -208,7 +217,6 @@ def make_pod_info(pod, mapping: bool = True) -> PodInfo:
         ports = _host_ports(containers)
         volumes = spec.get("volumes")
         pvc_keys = _pvc_keys(namespace, name, volumes) if volumes else ()
-        affinity = spec.get("affinity")
         node_name = _intern(spec.get("nodeName") or "")
         phase = _intern((pod.get("status") or {}).get("phase") or "")
         priority = int(spec.get("priority") or 0)
@@ -227,19 +235,13 @@ def make_pod_info(pod, mapping: bool = True) -> PodInfo:
     info.requested = requested          # shared with identical pods; never changed
     info.non_zero_requested = non_zero
     info.host_ports = ports
-    if affinity:
-        anti_affinity = affinity.get("podAntiAffinity")
-        info.has_affinity = affinity.get("podAffinity") is not None or anti_affinity is not None
-        info.has_required_anti_affinity = bool(
-            anti_affinity and anti_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
-    else:
-        info.has_affinity = info.has_required_anti_affinity = False
+    info.has_affinity = _inter_pod_terms(affinity)
+    anti_affinity = affinity.get("podAntiAffinity") if affinity else None
+    info.has_required_anti_affinity = bool(
+        anti_affinity and anti_affinity.get("requiredDuringSchedulingIgnoredDuringExecution"))
     info.pvc_keys = pvc_keys
-    if mapping or info.has_affinity:
-        info._workload = _shared_bytes(workload)   # shared with the workload's other replicas
-        info._frozen = frozen
-    else:
-        info._workload = info._frozen = None
+    info._workload = _shared_bytes(workload)   # shared with the workload's other replicas
+    info._frozen = frozen
     return info
 
 
