@@ -118,14 +118,17 @@ class Up:
 
 
 def rss_by_child(redis) -> dict:
-    """Each supervised child's RSS, its own children's added (name -> bytes)."""
+    """Each supervised child's RSS, its own children's added, and of that its children's
+    (name -> (bytes, of which its children's bytes): the owner's decoder, the worker's pool)."""
     sizes = {}
     for child in processes(redis).children:
         try:
             root = psutil.Process(child.pid)
-            sizes[child.name] = sum(p.memory_info().rss for p in (root, *root.children(True)))
+            own = root.memory_info().rss
+            children = sum(p.memory_info().rss for p in root.children(True))
         except psutil.NoSuchProcess:
             continue
+        sizes[child.name] = (own + children, children)
     return sizes
 
 
@@ -357,11 +360,12 @@ def measure(args, up: Up, redis) -> None:
         line("read model complete, after the sync",
              f"{sampler.complete_at - sampler.synced_at:.1f} s")
     for name in sorted(set(sampler.sync_rss) | set(steady_rss)):
-        line(f"RSS {name}: at sync / steady",
-             f"{mib(sampler.sync_rss.get(name, 0))} / {mib(steady_rss.get(name, 0))}")
+        at_sync, steady = sampler.sync_rss.get(name, (0, 0)), steady_rss.get(name, (0, 0))
+        line(f"RSS {name}: at sync / steady (of which its children's)",
+             f"{mib(at_sync[0])} / {mib(steady[0])} ({mib(at_sync[1])} / {mib(steady[1])})")
     cached = max(1, status.get("pods", 0))
     line(f"RSS {holder} (the leader, its decoder included) per cached pod, steady",
-         f"{steady_rss.get(holder, 0) / cached:,.0f} B")
+         f"{steady_rss.get(holder, (0, 0))[0] / cached:,.0f} B")
     for path, samples in times.items():
         line(f"page {path}: p50 / p99 of {len(samples)}",
              f"{percentile(samples, 0.5) * 1000:.0f} / {percentile(samples, 0.99) * 1000:.0f} ms")
