@@ -93,21 +93,29 @@ def _thaw(workload, own, identity=None, node_name="") -> dict:
     return pod
 
 
-_label_sets = {}  # label items -> one shared dict: replicas of a workload carry the same labels
+_label_sets = {}  # hash of a label set -> the one dict shared by every pod carrying that set
 _LABEL_SETS_MAX = 50_000  # then start afresh, so sets of pods long gone are not kept forever
 
 
-def _shared_labels(labels):
-    """The pod's labels as a dict shared by every pod with the same ones (never changed)."""
-    if not labels:
+def _shared_labels(pairs):
+    """A pod's labels (its label pairs: a dict's items or a packed tuple of them) as the
+    dict shared by every pod with the same set, never changed: replicas of a workload carry
+    the same labels. The table is keyed by the set's hash rather than by a copy of its
+    pairs (the copy cost as much as the dict again); a set whose hash another set already
+    holds gets a dict of its own."""
+    if not pairs:
         return None
-    key = tuple((_intern(k), _intern(v)) for k, v in labels.items())
-    shared = _label_sets.get(key)
+    items = frozenset(pairs)
+    digest = hash(items)
+    shared = _label_sets.get(digest)
+    if shared is not None and shared.items() == items:
+        return shared
+    labels = {_intern(k): _intern(v) for k, v in pairs}
     if shared is None:
         if len(_label_sets) >= _LABEL_SETS_MAX:
             _label_sets.clear()
-        shared = _label_sets[key] = dict(key)
-    return shared
+        _label_sets[digest] = labels
+    return labels
 
 
 _frozen_sets = {}  # frozen bytes -> the one object shared by every pod freezing the same
@@ -210,7 +218,8 @@ def make_pod_info(pod, mapping: bool = True) -> PodInfo:
         workload, frozen = (_freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec,
                                     pod.get("status"))
                             if mapping or _inter_pod_terms(affinity) else (None, None))
-        labels = _shared_labels(metadata.get("labels"))
+        labels = metadata.get("labels")
+        labels = _shared_labels(labels.items()) if labels else None
         tolerations = spec.get("tolerations")
         tolerations = _shared_bytes(marshal.dumps(tolerations, 2)) if tolerations else None
         containers = spec.get("containers") or ()
@@ -287,10 +296,7 @@ def unpack_pod_info(packed) -> PodInfo:
     info._workload = _shared_bytes(workload)
     info.namespace, info.node_name, info.phase = _intern(namespace), _intern(node_name), \
         _intern(phase)
-    if labels:   # a known set is found by its items as packed, without building a dict
-        info.labels = _label_sets.get(labels) or _shared_labels(dict(labels))
-    else:
-        info.labels = None
+    info.labels = _shared_labels(labels)
     info.requested = _unpack_resource(requested)
     info.non_zero_requested = _unpack_resource(non_zero)
     return info

@@ -43,6 +43,25 @@ def test_unpacked_pods_share_requests_and_labels():
     assert crossed(rich_pod("c", app="db")).labels is not one.labels
 
 
+def test_pods_with_one_label_set_share_one_dict_the_table_keeps_by_hash(monkeypatch):
+    """The sharing table holds each set's dict under the set's hash, no copy of its pairs;
+    the same set in another order shares it too; a set whose hash another set holds gets a
+    dict of its own with its own labels."""
+    from schedcache import podinfo
+    monkeypatch.setattr(podinfo, "_label_sets", {})
+    one = make_pod_info(rich_pod("a"))
+    reordered = rich_pod("b")
+    reordered["metadata"]["labels"] = {"tier": "front", "app": "web"}
+    assert make_pod_info(reordered).labels is one.labels
+    assert crossed(rich_pod("c")).labels is one.labels
+    assert podinfo._label_sets == {hash(frozenset(one.labels.items())): one.labels}
+    clash = rich_pod("d", app="db")
+    planted = {"app": "other"}
+    podinfo._label_sets[hash(frozenset(clash["metadata"]["labels"].items()))] = planted
+    labels = make_pod_info(clash).labels
+    assert labels == {"app": "db", "tier": "front"} and labels is not planted
+
+
 def nodes_view(cache):
     return {name: (info.requested, info.non_zero_requested, len(info.pods),
                    len(info.used_ports), dict(info.pvc_ref_counts),

@@ -332,3 +332,37 @@ def test_the_placed_pods_groups_share_one_key_and_count_pods_node_by_node():
     diagnoser.diagnose(pod)
     assert key not in placed.groups and key not in placed.group_labels
     assert ("app", "shop") not in placed.by_label
+
+
+def test_a_label_pair_names_its_one_group_alone_and_several_in_a_table():
+    """by_label keeps the one group with a pair as its key, a table from the second on, and
+    the key alone again when one is left; candidates() finds the groups either way."""
+    cache, diagnoser = _cluster()
+    shop = make_pod("shop-0", namespace="why", node_name="small-0", labels={"app": "shop"},
+                    requests={"cpu": "10m"}, uid="uid-shop-0")
+    canary = make_pod("shop-1", namespace="why", node_name="small-1",
+                      labels={"app": "shop", "track": "canary"}, requests={"cpu": "10m"},
+                      uid="uid-shop-1")
+    pod = why.pending(BY_NAME["pod-affinity"])       # affinity terms: the groups are read
+    placed = diagnoser.placed
+    term = type("Term", (), {"lookup": ("app", ("shop",))})()
+    groups = {}
+    for placed_pod in (shop, canary):
+        cache.add_pod(placed_pod)
+        diagnoser.diagnose(pod)
+        [groups[placed_pod["metadata"]["uid"]]] = [
+            key for key, labels in placed.group_labels.items()
+            if labels == placed_pod["metadata"]["labels"]]
+        if placed_pod is shop:
+            assert placed.by_label[("app", "shop")] is groups["uid-shop-0"]
+            assert placed.candidates(term) == [groups["uid-shop-0"]]
+    assert placed.by_label[("app", "shop")] == dict.fromkeys(groups.values())
+    assert placed.by_label[("track", "canary")] is groups["uid-shop-1"]
+    assert sorted(placed.candidates(term)) == sorted(groups.values())
+    cache.remove_pod(shop)
+    diagnoser.diagnose(pod)
+    assert placed.by_label[("app", "shop")] is groups["uid-shop-1"]
+    assert placed.candidates(term) == [groups["uid-shop-1"]]
+    cache.remove_pod(canary)
+    diagnoser.diagnose(pod)
+    assert ("app", "shop") not in placed.by_label and ("track", "canary") not in placed.by_label
