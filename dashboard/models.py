@@ -68,24 +68,6 @@ class PodRecord(models.Model):
         return f"{self.namespace}/{self.name} ({self.state})"
 
 
-class PodStateCount(models.Model):
-    """How many PodRecords are in a state, with their binding finished or not: kept by
-    triggers on PodRecord's table, in the transaction that changes its rows, whoever writes
-    them (migration 0018). The overview and health read these few rows instead of counting
-    600,000 index entries every render (issue 26)."""
-
-    state = models.CharField(max_length=16, choices=PodState.choices)
-    binding_finished = models.BooleanField(default=False)
-    n = models.BigIntegerField(default=0)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["state", "binding_finished"],
-                                               name="pod_state_count_key")]
-
-    def __str__(self):
-        return f"{self.state}{' (binding finished)' if self.binding_finished else ''}: {self.n}"
-
-
 class NodeRecord(models.Model):
     """One NodeInfo: the node's aggregates, as of generation."""
 
@@ -121,6 +103,48 @@ class NodeRecord(models.Model):
             # the snapshot page's "most recently changed first" and "changed since"
             models.Index(fields=["-generation", "name"], name="node_generation"),
         ]
+
+
+class ZoneTotal(models.Model):
+    """The NodeRecords of a zone (in the NodeTree or out of it: tree_index < 0) summed: how
+    many, how many without their Node, their requested and allocatable CPU and memory.
+    Kept by triggers on NodeRecord's table as PodStateCount is (migration 0018): the
+    overview and the zones page read a row a zone instead of every node's JSON (issue 26)."""
+
+    zone = models.CharField(max_length=253, blank=True)
+    in_tree = models.BooleanField(default=True)
+    nodes = models.BigIntegerField(default=0)
+    missing = models.BigIntegerField(default=0)
+    cpu_requested = models.BigIntegerField(default=0)
+    cpu_allocatable = models.BigIntegerField(default=0)
+    memory_requested = models.BigIntegerField(default=0)
+    memory_allocatable = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["zone", "in_tree"],
+                                               name="zone_total_key")]
+
+    def __str__(self):
+        where = "" if self.in_tree else " (out of the tree)"
+        return f"{self.zone or '(no zone)'}{where}: {self.nodes}"
+
+
+class PodStateCount(models.Model):
+    """How many PodRecords are in a state, with their binding finished or not: kept by
+    triggers on PodRecord's table, in the transaction that changes its rows, whoever writes
+    them (migration 0018). The overview and health read these few rows instead of counting
+    600,000 index entries every render (issue 26)."""
+
+    state = models.CharField(max_length=16, choices=PodState.choices)
+    binding_finished = models.BooleanField(default=False)
+    n = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["state", "binding_finished"],
+                                               name="pod_state_count_key")]
+
+    def __str__(self):
+        return f"{self.state}{' (binding finished)' if self.binding_finished else ''}: {self.n}"
 
 
 class Transition(models.Model):

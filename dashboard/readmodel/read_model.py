@@ -19,9 +19,7 @@ from datetime import timedelta
 import orjson
 import redis
 from django.conf import settings
-from django.db.models import BigIntegerField, Count, Max, Min, Q, Sum
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count, Max, Min, Q, Sum
 from django.utils import timezone
 
 from dashboard.models import (
@@ -32,6 +30,7 @@ from dashboard.models import (
     PodStateCount,
     SnapshotSample,
     Transition,
+    ZoneTotal,
 )
 from dashboard.runtime import supervised
 from dashboard.wire.clients import redis_client
@@ -152,14 +151,15 @@ def _since(moment) -> str:
     return ago((timezone.now() - moment).total_seconds())
 
 
-def resource_sums():
-    """Sum() of the requested/allocatable cpu and memory in NodeRecord's JSON columns."""
-    def total(column, key):
-        return Sum(Cast(KT(f"{column}__{key}"), BigIntegerField()))
-    return {"cpu_requested": total("requested", "milli_cpu"),
-            "cpu_allocatable": total("allocatable", "milli_cpu"),
-            "memory_requested": total("requested", "memory"),
-            "memory_allocatable": total("allocatable", "memory")}
+TOTALS = ("nodes", "missing", "cpu_requested", "cpu_allocatable", "memory_requested",
+          "memory_allocatable")
+
+
+def node_totals() -> dict:
+    """Every node summed (TOTALS -> int), from the zones' totals NodeRecord's triggers keep
+    (ZoneTotal): a row a zone, however many nodes."""
+    sums = ZoneTotal.objects.aggregate(**{name: Sum(name) for name in TOTALS})
+    return {name: value or 0 for name, value in sums.items()}
 
 
 def usages(sums: dict) -> tuple[Usage, Usage]:
@@ -524,8 +524,7 @@ class Overview:
 
 def overview(owner: OwnerStatus | None = None) -> Overview:
     owner = owner or owner_status()
-    nodes = NodeRecord.objects.aggregate(
-        nodes=Count("*"), missing=Count("name", filter=Q(has_node=False)), **resource_sums())
+    nodes = node_totals()
     cpu_usage, memory_usage = usages(nodes)
     return Overview(pods=pod_counts(), recent=recent_outcomes(), nodes=nodes["nodes"],
                     missing_nodes=nodes["missing"], owner=owner, snapshot=snapshot_lag(owner),

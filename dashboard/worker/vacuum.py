@@ -11,10 +11,10 @@ from an index alone. Where autovacuum covers a table this leaves it to autovacuu
 """
 from django.db import connection
 
-from dashboard.models import NodeRecord, PodRecord, PodStateCount, Transition
+from dashboard.models import NodeRecord, PodRecord, PodStateCount, Transition, ZoneTotal
 
-# PodStateCount's few rows are rewritten by every batch of pod rows (their triggers)
-REWRITTEN = (NodeRecord, PodRecord, PodStateCount, Transition)
+# PodStateCount's and ZoneTotal's few rows are rewritten by every batch of rows (triggers)
+REWRITTEN = (NodeRecord, PodRecord, PodStateCount, Transition, ZoneTotal)
 
 # Whether autovacuum vacuums a table: on for the server and not turned off for the table
 _COVERED = """

@@ -6,14 +6,12 @@ is older than what the history keeps, in the API's one error shape."""
 from datetime import datetime
 from typing import Annotated
 
-from django.db.models import Count, Q
 from ninja import Query, Router, Schema
 from pydantic import Field, StringConstraints
 
-from dashboard.models import NodeRecord
 from dashboard.readmodel import moment as moments
 from dashboard.readmodel.moment_diff import DIFF_LIMIT, MAX_DIFF_LIMIT, diff
-from dashboard.readmodel.read_model import pod_counts, recent_outcomes, resource_sums
+from dashboard.readmodel.read_model import node_totals, pod_counts, recent_outcomes
 from dashboard.web.api.errors import ApiError
 from dashboard.web.api.schemas import ErrorOut, ValidationErrorOut, example, refuse_repeated
 
@@ -88,13 +86,11 @@ def counts(request, query: Query[CountsQuery]):
         return {"moment": {"seq": found.seq, "at": found.at}, "pending": None,
                 **found.counts(), **found.totals()}
     pods, recent = pod_counts(), recent_outcomes()
-    nodes = NodeRecord.objects.aggregate(nodes=Count("*"),
-                                         missing_nodes=Count("name", filter=Q(has_node=False)),
-                                         **resource_sums())
+    nodes = node_totals()
+    nodes["missing_nodes"] = nodes.pop("missing")
     return {"moment": None, "assumed": pods.assumed, "binding_finished": pods.binding_finished,
             "added": pods.added, "pending": pods.pending, "expired_recently": recent.expired,
-            "forgotten_recently": recent.forgotten, "recent_minutes": recent.minutes,
-            **{key: value or 0 for key, value in nodes.items()}}
+            "forgotten_recently": recent.forgotten, "recent_minutes": recent.minutes, **nodes}
 
 
 class DiffQuery(Schema):

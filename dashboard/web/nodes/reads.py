@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass, field, replace
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Case, Count, Min, Value, When
+from django.db.models import Count, OuterRef, Subquery
 from django.utils import timezone
 
 from dashboard.clients import owner_client
-from dashboard.models import NodeRecord, PodRecord, PodState
+from dashboard.models import NodeRecord, PodRecord, PodState, ZoneTotal
 from dashboard.readmodel import read_model
 from dashboard.readmodel.read_model import (
     GIB,
@@ -24,7 +24,6 @@ from dashboard.readmodel.read_model import (
     cpu,
     memory,
     owner_status,
-    resource_sums,
     usages,
 )
 from dashboard.web.nodes.query import NodeFilters
@@ -286,20 +285,21 @@ def _zone_label(zone: str, in_tree: bool) -> str:
 
 
 def _groups() -> dict:
-    """Zones in NodeTree order (by their first node's tree_index), each with its first
-    ZONE_NODES_SHOWN nodes in tree order; nodes that left the tree (deleted, pods left) last.
+    """Zones in NodeTree order (by their first node's tree_index), with their totals
+    (ZoneTotal) and their first ZONE_NODES_SHOWN nodes in tree order; nodes that left the
+    tree (deleted, pods left) last.
 
     list() interleaves the zones, so a zone's k-th node sits before position k * zones:
     only the rows before ZONE_NODES_SHOWN * zones are read, whatever the cluster's size.
     """
-    in_tree = Case(When(tree_index__gte=0, then=Value(True)), default=Value(False))
-    sums = (NodeRecord.objects.order_by().annotate(in_tree=in_tree)
-            .values("zone", "in_tree")
-            .annotate(first=Min("tree_index"), count=Count("name"), **resource_sums()))
+    # a zone's first node: one entry of the (zone, tree_index) index a zone
+    first = (NodeRecord.objects.filter(zone=OuterRef("zone"), tree_index__gte=0)
+             .order_by("tree_index").values("tree_index")[:1])
+    totals = ZoneTotal.objects.filter(nodes__gt=0).annotate(first=Subquery(first)).values()
     groups = {}
-    for row in sorted(sums, key=lambda r: (not r["in_tree"], r["first"])):
+    for row in sorted(totals, key=lambda r: (not r["in_tree"], r["first"] or 0)):
         label = _zone_label(row["zone"], row["in_tree"])
-        groups[label] = ZoneGroup(label, row["count"], *usages(row))
+        groups[label] = ZoneGroup(label, row["nodes"], *usages(row))
     bound = ZONE_NODES_SHOWN * max(1, len(groups))
     shown = (NodeRecord.objects.order_by("tree_index", "name")
              .filter(tree_index__lt=bound)

@@ -1,16 +1,17 @@
-"""PodStateCount, kept by triggers on PodRecord's table (migration 0018): after any mix of
-the writer's upserts and deletes and the ORM's own, the counts are the rows' group by, on
-whichever database the suite runs (the writer COPYs on PostgreSQL, INSERTs on SQLite)."""
+"""PodStateCount and ZoneTotal, kept by triggers on PodRecord's and NodeRecord's tables
+(migration 0018): after any mix of the writer's upserts and deletes and the ORM's own, they
+are the rows' group by, on whichever database the suite runs (the writer COPYs on
+PostgreSQL, INSERTs on SQLite)."""
 import random
 
 import pytest
 from django.db import connection
 from django.db.models import Count
 
-from dashboard.models import PodRecord, PodStateCount
+from dashboard.models import NodeRecord, PodRecord, PodStateCount, ZoneTotal
 from dashboard.owner import projection
 from dashboard.owner.batch import Batch
-from dashboard.readmodel.read_model import PodCounts, pod_counts
+from dashboard.readmodel.read_model import PodCounts, node_totals, pod_counts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -72,3 +73,51 @@ def test_emptying_the_rows_empties_the_counts_and_they_start_again_from_zero():
     assert counted() == {}
     projection.write(Batch(pods={"b": row("b", "Added", False)}))
     assert counted() == {("Added", False): 1}
+
+
+def node_row(zone, index, has_node, cpu, memory):
+    return {"zone": zone, "tree_index": index, "has_node": has_node, "generation": 1, "pods": 0,
+            "requested": {"milli_cpu": cpu, "memory": memory}, "non_zero_requested": {},
+            "allocatable": {"milli_cpu": 4000, "memory": 2 ** 33}, "host_ports": [],
+            "images": 0, "labels": {}, "taints": [], "conditions": [], "unschedulable": False,
+            "cpu_percent": 0, "memory_percent": 0, "gpu_percent": 0,
+            "changed_at": "2026-11-30T10:00:00Z", "owner_epoch": 1}
+
+
+def zones_summed() -> dict:
+    sums = {}
+    for node in NodeRecord.objects.all():
+        key = (node.zone, node.tree_index >= 0)
+        total = sums.setdefault(key, [0] * 6)
+        for i, value in enumerate((1, 0 if node.has_node else 1, node.requested["milli_cpu"],
+                                   node.allocatable["milli_cpu"], node.requested["memory"],
+                                   node.allocatable["memory"])):
+            total[i] += value
+    return {key: tuple(total) for key, total in sums.items()}
+
+
+def zones_totalled() -> dict:
+    return {(t.zone, t.in_tree): (t.nodes, t.missing, t.cpu_requested, t.cpu_allocatable,
+                                  t.memory_requested, t.memory_allocatable)
+            for t in ZoneTotal.objects.all() if t.nodes}
+
+
+def test_the_zone_totals_follow_every_write_of_the_nodes_and_sum_to_the_overview():
+    rng = random.Random(20_000)
+    names = [f"node-{i}" for i in range(30)]
+    for step in range(30):
+        batch = Batch()
+        for name in rng.sample(names, 12):
+            batch.nodes[name] = (None if rng.random() < 0.15 else
+                                 node_row(rng.choice(["zone-a", "zone-b", ""]),
+                                          rng.choice([-1, 0, 1, 5]), rng.random() < 0.8,
+                                          rng.randrange(4000), rng.randrange(2 ** 32)))
+        projection.write(batch)
+        if step % 5 == 4:
+            NodeRecord.objects.filter(name__in=rng.sample(names, 4)).update(has_node=False,
+                                                                            zone="zone-c")
+        assert zones_totalled() == zones_summed()
+    totals = node_totals()
+    assert totals["nodes"] == NodeRecord.objects.count() > 0
+    assert totals["cpu_requested"] == sum(n.requested["milli_cpu"]
+                                          for n in NodeRecord.objects.all())
