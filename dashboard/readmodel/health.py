@@ -485,7 +485,7 @@ def scheduling_progress(owner: OwnerStatus, now: datetime, window: float) -> Sch
     since = now - timedelta(seconds=window)
     pending = owner.pending if owner.live else None
     if pending is None:
-        pending = PodRecord.objects.filter(state=PodState.PENDING).count()
+        pending = pod_counts().pending
     then = (HealthSample.objects.filter(at__lte=since, pending__isnull=False)
             .order_by("-at").values_list("pending", flat=True).first())
     progressed = Transition.objects.filter(at__gte=since, kind__in=PROGRESS_KINDS).exists()
