@@ -5,7 +5,7 @@ import re
 import pytest
 
 from dashboard.models import NodeRecord
-from dashboard.web.nodes import heatmap
+from dashboard.web.nodes import heatmap, reads
 from dashboard.web.nodes.heatmap import heat_map, level
 from dashboard.web.nodes.query import BadNodeFilter, NodeFilters
 from tests.dashboard.web.nodes.nodepages import get, node, pod
@@ -41,6 +41,18 @@ def test_nodes_filter_by_zone_label_taint_and_use(cluster):
     assert names(use="cpu", above="50") == ["a1", "b1"]
     assert names(use="gpu", above="1") == ["b1"]
     assert names(zone="zone-a", above="50") == ["a1"]
+
+
+def test_the_nodes_count_by_the_zones_totals_or_by_their_filters(cluster):
+    """Unfiltered or by zone, the page's total is the zones' totals' (no scan of the rows);
+    any other filter counts its rows; the deleted nodes with pods left are counted of all."""
+    node("gone", "zone-b", -1, has_node=False)
+    NodeRecord.objects.filter(name="a2").update(zone="zone-b")      # a row moves zone
+    assert (reads.nodes().total, reads.nodes().missing) == (4, 1)
+    assert reads.nodes(NodeFilters.parse({"zone": "zone-b"})).total == 3
+    assert reads.nodes(NodeFilters.parse({"zone": "zone-a"})).total == 1
+    assert reads.nodes(NodeFilters.parse({"zone": "zone-a", "taint": "x"})).total == 0
+    assert reads.nodes(NodeFilters.parse({"label": "pool"})).total == 3
 
 
 def test_nodes_sort_by_use_with_nodes_lacking_the_resource_last(cluster):

@@ -18,7 +18,7 @@ def _redis(redis_url):
     """The pages read the owner's status from Redis."""
 
 
-@pytest.mark.parametrize("url, queries", [("/", 7), ("/nodes/", 5), ("/nodes/n1/", 3),
+@pytest.mark.parametrize("url, queries", [("/", 7), ("/nodes/", 4), ("/nodes/n1/", 3),
                                           ("/heatmap/", 1), ("/pods/", 4),
                                           ("/zones/", 2), ("/snapshot/", 6), ("/events/", 2)])
 def test_queries_do_not_grow_with_the_rows(viewer_client, django_assert_num_queries, url,
