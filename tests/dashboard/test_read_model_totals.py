@@ -36,16 +36,27 @@ def counted() -> dict:
     return {(c.state, c.binding_finished): c.n for c in PodStateCount.objects.all() if c.n}
 
 
-def test_the_counts_follow_every_write_of_the_rows():
-    rng = random.Random(26)
-    uids = [f"pod-{i}" for i in range(60)]
-    for step in range(40):
+def written_at_random(seed, kind, keys, make_row, steps=30, deleted=0.2):
+    """Batches of the writer's, each of half the `keys` (rows made by make_row(rng), or
+    deleted at the rate `deleted`) under `kind` ("pods", "nodes"); yields (rng, step) after
+    each, for the test's own writes and checks."""
+    rng = random.Random(seed)
+    for step in range(steps):
         batch = Batch()
-        for uid in rng.sample(uids, 25):
-            state = rng.choice(STATES)
-            batch.pods[uid] = (None if rng.random() < 0.2
-                               else row(uid, state, state == "Assumed" and rng.random() < 0.5))
+        for key in rng.sample(keys, len(keys) // 2):
+            getattr(batch, kind)[key] = None if rng.random() < deleted else make_row(rng)
         projection.write(batch)
+        yield rng, step
+
+
+def random_pod(rng):
+    state = rng.choice(STATES)
+    return row("pod", state, state == "Assumed" and rng.random() < 0.5)
+
+
+def test_the_counts_follow_every_write_of_the_rows():
+    uids = [f"pod-{i}" for i in range(60)]
+    for rng, step in written_at_random(26, "pods", uids, random_pod):
         if step % 5 == 4:        # the ORM's writes count too: one door, whoever writes
             PodRecord.objects.filter(uid__in=rng.sample(uids, 5)).update(state="Expired",
                                                                          binding_finished=False)
@@ -102,17 +113,14 @@ def zones_totalled() -> dict:
             for t in ZoneTotal.objects.all() if t.nodes}
 
 
+def random_node(rng):
+    return node_row(rng.choice(["zone-a", "zone-b", ""]), rng.choice([-1, 0, 1, 5]),
+                    rng.random() < 0.8, rng.randrange(4000), rng.randrange(2 ** 32))
+
+
 def test_the_zone_totals_follow_every_write_of_the_nodes_and_sum_to_the_overview():
-    rng = random.Random(20_000)
     names = [f"node-{i}" for i in range(30)]
-    for step in range(30):
-        batch = Batch()
-        for name in rng.sample(names, 12):
-            batch.nodes[name] = (None if rng.random() < 0.15 else
-                                 node_row(rng.choice(["zone-a", "zone-b", ""]),
-                                          rng.choice([-1, 0, 1, 5]), rng.random() < 0.8,
-                                          rng.randrange(4000), rng.randrange(2 ** 32)))
-        projection.write(batch)
+    for rng, step in written_at_random(20_000, "nodes", names, random_node, deleted=0.15):
         if step % 5 == 4:
             NodeRecord.objects.filter(name__in=rng.sample(names, 4)).update(has_node=False,
                                                                             zone="zone-c")
