@@ -46,12 +46,17 @@ SUMMARIES = [
 ]
 
 
-def _grouped(summary, rows, sign="") -> str:
-    """SELECT keys, sums FROM rows GROUP BY keys (PostgreSQL: rows is a transition table)."""
-    keys = [f"{e.format(r='')} AS {c}" for c, e in summary.keys.items()]
-    sums = [f"{sign}sum({e.format(r='')}) AS {c}" for c, e in summary.sums.items()]
-    return (f"SELECT {', '.join(keys + sums)} FROM {rows} "
-            f"GROUP BY {', '.join(e.format(r='') for e in summary.keys.values())}")
+def _expressions(summary, vendor) -> dict:
+    return {**summary.keys, **summary.sums, **(summary.sqlite if vendor == "sqlite" else {})}
+
+
+def _grouped(summary, rows, expressions) -> str:
+    """SELECT keys, sums FROM rows GROUP BY keys (PostgreSQL's triggers: rows is a
+    transition table; the seed: the source)."""
+    keys = [expressions[c].format(r="") for c in summary.keys]
+    sums = [f"sum({expressions[c].format(r='')}) AS {c}" for c in summary.sums]
+    return (f"SELECT {', '.join(f'{e} AS {c}' for e, c in zip(keys, summary.keys))}, "
+            f"{', '.join(sums)} FROM {rows} GROUP BY {', '.join(keys)}")
 
 
 def _upsert(summary, select) -> str:
@@ -70,8 +75,9 @@ def _lower(summary, select) -> str:
 
 def postgresql(summary) -> list:
     t, source = summary.table, summary.source
-    add = _upsert(summary, _grouped(summary, "new_rows"))
-    lower = _lower(summary, _grouped(summary, "old_rows"))
+    expressions = _expressions(summary, "postgresql")
+    add = _upsert(summary, _grouped(summary, "new_rows", expressions))
+    lower = _lower(summary, _grouped(summary, "old_rows", expressions))
     bodies = {"add": add, "lower": lower, "move": f"{lower}; {add}", "empty": f"DELETE FROM {t}"}
     statements = [f"CREATE FUNCTION {t}_{name}() RETURNS trigger LANGUAGE plpgsql AS $$ "
                   f"BEGIN {body}; RETURN NULL; END $$" for name, body in bodies.items()]
@@ -87,7 +93,7 @@ def postgresql(summary) -> list:
 
 def sqlite(summary) -> list:
     t, source = summary.table, summary.source
-    expressions = {**summary.keys, **summary.sums, **summary.sqlite}
+    expressions = _expressions(summary, "sqlite")
 
     def of(row, column):
         return expressions[column].format(r=f"{row}.")
@@ -104,13 +110,8 @@ def sqlite(summary) -> list:
 
 def seed(summary, vendor) -> str:
     """The summary of the rows already there."""
-    expressions = {**summary.keys, **summary.sums,
-                   **(summary.sqlite if vendor == "sqlite" else {})}
-    keys = [expressions[c].format(r="") for c in summary.keys]
-    sums = [f"sum({expressions[c].format(r='')})" for c in summary.sums]
-    return (f"INSERT INTO {summary.table} ({', '.join([*summary.keys, *summary.sums])}) "
-            f"SELECT {', '.join(keys + sums)} FROM {summary.source} "
-            f"GROUP BY {', '.join(keys)}")
+    grouped = _grouped(summary, summary.source, _expressions(summary, vendor))
+    return f"INSERT INTO {summary.table} ({', '.join([*summary.keys, *summary.sums])}) {grouped}"
 
 
 def install(apps, schema_editor):
