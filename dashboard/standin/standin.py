@@ -260,7 +260,7 @@ class StandIn:
                    if p.scheduler == SCHEDULER_NAME and not p.facts.deleting
                    and not view.is_assumed(p.uid)]
         errors, answered = [], []
-        for due in self.queue.due(pending, view.changes, now)[:limit]:
+        for due in self.queue.due(pending, view.changes, now, limit):
             pod = due.thaw()
             try:
                 self._attempt(pod, now)

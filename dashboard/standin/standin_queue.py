@@ -13,9 +13,11 @@ What the captures show (../shared/k8s-wire/extender/README.md, "Retry timing"), 
   03a: each victim's deletion), or, rejected by the extender, any change at all,
   its own update included (02 rej-2: kube-scheduler's own status write brought exactly
   one more attempt), or the flush of pods unschedulable for 5 minutes (07: retried
-  5 min 15 s later). Once woken it does not serve a backoff (02: the second attempt
-  came 5 ms after the first; kube-scheduler takes an unschedulable pod out of backoff
-  when it has nothing else to do, never one that failed with an error).
+  5 min 15 s later). Woken, it serves what is left of its backoff while other pods
+  are due, and none when nothing else is (02: the second attempt came 5 ms after the
+  first; kube-scheduler pops its backoff queue when the active queue is empty, never
+  for a pod that failed with an error): under churn every deletion wakes them, and
+  the same few unschedulable pods, oldest first, took every attempt of every period.
   Approximated: kube-scheduler asks each rejecting plugin which events matter; here
   own-filter rejections wake on any pod deletion or node change;
 - the rest go highest priority first, then oldest (kube-scheduler's PrioritySort).
@@ -24,6 +26,7 @@ Pending pods come as the stand-in's view keeps them (`standin_view.PendingPod`: 
 resourceVersion and queue order, the pod itself frozen); a pod attempted, whole. Time is
 passed in (seconds); the state lives as long as the worker process.
 """
+import heapq
 from dataclasses import dataclass
 
 INITIAL_BACKOFF = 1.0
@@ -46,6 +49,19 @@ class _Waiting:
     any_change: bool = False          # rejected by the extender: its own update wakes it
 
 
+READY, BACKING_OFF = "ready", "backing off"
+
+
+def _first(pods, limit) -> list:
+    if limit is None or limit >= len(pods):
+        return sorted(pods, key=_order)
+    return heapq.nsmallest(limit, pods, key=_order)
+
+
+def _order(pending):
+    return pending.order
+
+
 def _version(pod) -> str:
     return pod["metadata"].get("resourceVersion") or ""
 
@@ -54,26 +70,37 @@ class SchedulingQueue:
     def __init__(self):
         self._waiting = {}    # uid -> _Waiting, for pods that failed an attempt
 
-    def due(self, pending, changes: int, now: float) -> list:
-        """The pending pods (PendingPods) to attempt now, in kube-scheduler's order.
-        `changes`: the cluster's change count (ClusterView.changes). Pods no longer pending
-        are forgotten."""
+    def due(self, pending, changes: int, now: float, limit: int | None = None) -> list:
+        """The first `limit` (all: None) of the pending pods (PendingPods) to attempt now,
+        in kube-scheduler's order. `changes`: the cluster's change count
+        (ClusterView.changes). Pods no longer pending are forgotten."""
         waiting = self._waiting
         pending = list(pending)
         uids = {p.uid for p in pending}
         for uid in [u for u in waiting if u not in uids]:
             del waiting[uid]
-        return sorted((p for p in pending if self._ready(p, changes, now)),
-                      key=lambda p: p.order)
+        ready, backing_off = [], []
+        for p in pending:
+            state = self._state(p, changes, now)
+            if state is READY:
+                ready.append(p)
+            elif state is BACKING_OFF:
+                backing_off.append(p)
+        return _first(ready or backing_off, limit)
 
-    def _ready(self, pending, changes, now) -> bool:
+    def _state(self, pending, changes, now):
+        """READY, BACKING_OFF (woken, its backoff not yet served) or None (not due)."""
         entry = self._waiting.get(pending.uid)
         if entry is None:
-            return True
+            return READY
+        backed_off = now >= entry.failed_at + backoff(entry.attempts)
         if entry.parked_at is None:
-            return now >= entry.failed_at + backoff(entry.attempts)
-        return (changes > entry.changes or now - entry.parked_at >= UNSCHEDULABLE_FLUSH
-                or (entry.any_change and pending.version != entry.version))
+            return READY if backed_off else None
+        woken = (changes > entry.changes or now - entry.parked_at >= UNSCHEDULABLE_FLUSH
+                 or (entry.any_change and pending.version != entry.version))
+        if not woken:
+            return None
+        return READY if backed_off else BACKING_OFF
 
     def failed(self, pod, now: float) -> float:
         """An error: the pod backs off; returns the seconds it waits."""

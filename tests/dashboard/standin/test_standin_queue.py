@@ -66,3 +66,26 @@ def test_a_woken_pod_serves_no_backoff_and_a_bound_one_is_forgotten():
     assert queue.failed(waiting, 10.0) == 1             # counting from the start again
     assert due(queue, [], 0, 10.0) == []                 # no longer pending: forgotten
     assert queue.failed(waiting, 20.0) == 1
+
+
+def test_a_woken_pod_serves_its_backoff_while_other_pods_are_due():
+    """kube-scheduler pops its backoff queue only when nothing else is active: under churn
+    every deletion wakes the unschedulable pods, and the oldest of them took every attempt
+    before (issue 26). An error's backoff is served even when nothing else is due."""
+    queue, old, new = SchedulingQueue(), pod("old", created="2026-11-24T13:00:00Z"), pod("new")
+    queue.unschedulable(old, 0.0, changes=0)                # first attempt: backoff 1 s
+    assert due(queue, [old, new], 1, 0.5) == ["new"]         # woken, but another is due
+    assert due(queue, [old], 1, 0.5) == ["old"]              # nothing else: at once (02)
+    assert due(queue, [old, new], 1, 1.0) == ["old", "new"]  # its backoff served
+    queue.failed(new, 1.0)                                   # an error: never early
+    assert due(queue, [new], 1, 1.5) == []
+
+
+def test_the_first_few_due_pods_come_in_order_without_sorting_them_all():
+    pods = [pod(f"p{i:03}", priority=i % 3, created=f"2026-11-24T14:{i // 60:02}:{i % 60:02}Z")
+            for i in range(300)]
+    everything = due(SchedulingQueue(), pods, 0, 0.0)
+    first = [p.thaw()["metadata"]["name"]
+             for p in SchedulingQueue().due([pending_pod(p) for p in pods], 0, 0.0, limit=20)]
+    assert first == everything[:20]
+    assert everything[0] == "p002" and len(everything) == 300
