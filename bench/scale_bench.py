@@ -336,7 +336,8 @@ def measure(args, up: Up, redis) -> None:
     sizes = database_size()
     load = os.getloadavg()
     print(f"scale: {args.nodes:,} nodes, {args.pods:,} pods, churn {args.churn:g} actions/s; "
-          f"{status.get('pods', 0):,} pods cached at the end; load average "
+          f"{status.get('pods', 0):,} pods cached and {status.get('pending', 0):,} pending "
+          f"at the end; load average "
           f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min), {psutil.cpu_count()} cores")
     line("the API server's changes a second under that churn (steady window)",
          f"{churn_rate:,.0f}")
