@@ -18,6 +18,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.children import spawn  # noqa: E402  (a bench's children die with it, even killed)
 
 
 def line(label, value):
@@ -93,7 +96,7 @@ def served_cluster(nodes, pods, *options):
     """`python -m simcluster serve` with 5 zones; yields (url, kubeconfig path)."""
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
-        process = subprocess.Popen(
+        process = spawn(
             [sys.executable, "-m", "simcluster", "serve", "--nodes", str(nodes), "--pods",
              str(pods), "--zones", "5", *options, "--kubeconfig", str(kubeconfig)],
             cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -112,7 +115,7 @@ def start_redis(tmp: Path):
     if os.environ.get("REDIS_URL"):
         return os.environ["REDIS_URL"], None
     socket = tmp / "redis.sock"
-    server = subprocess.Popen(embedded_redis.command(socket))
+    server = spawn(embedded_redis.command(socket))
     url = unix_url(socket)
     embedded_redis.wait_until_ready(url, server)
     return url, server

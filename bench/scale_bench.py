@@ -45,7 +45,7 @@ import django  # noqa: E402
 
 django.setup()
 
-from benchkit import ROOT, line, percentile  # noqa: E402
+from benchkit import ROOT, line, percentile, spawn  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.contrib.auth import get_user_model  # noqa: E402
 from django.core.management import call_command  # noqa: E402
@@ -81,7 +81,7 @@ class Up:
         env.pop("SCHEDVIEW_KUBECONFIG", None)         # up's own simulated cluster
         self.log = var_dir / "up.log"
         self.started = time.time()
-        self.process = subprocess.Popen(
+        self.process = spawn(
             [sys.executable, "manage.py", "up", "--port", str(self.port), "--nodes",
              str(args.nodes), "--pods", str(args.pods), "--churn", str(args.churn)],
             cwd=ROOT, env=env, stdout=self.log.open("wb"), stderr=subprocess.STDOUT,
