@@ -8,8 +8,9 @@ schedules (hundreds a second); otherwise the loop waits `period` seconds, or les
 it is told to stop. A fixed 20 a second fell behind a churn of 200 changes a second
 (about 70 new pods), and the pending pods piled up in every process (issue 26). Each
 step begins by applying the watch events since the last, so placing at full speed
-still sees the cluster change. Its view of the cluster (the watches), its queue (each pod's backoff) and its
-kept-alive connection to the listener live as long as the process, as kube-scheduler's do.
+still sees the cluster change. Its view of the cluster (the watches), its queue (each
+pod's backoff) and its kept-alive connection to the listener live as long as the
+process, as kube-scheduler's do.
 """
 import logging
 import threading
