@@ -20,7 +20,10 @@ What the captures show (../shared/k8s-wire/extender/README.md, "Retry timing"), 
   the same few unschedulable pods, oldest first, took every attempt of every period.
   Approximated: kube-scheduler asks each rejecting plugin which events matter; here
   own-filter rejections wake on any pod deletion or node change;
-- the rest go highest priority first, then oldest (kube-scheduler's PrioritySort).
+- the rest go highest priority first, then the earliest queued (kube-scheduler's
+  PrioritySort): a pod when it was created, a pod that failed an attempt when it failed
+  (kube-scheduler refreshes a pod's queue timestamp when it comes back), so the same old
+  unschedulable pods do not come before every new one at each wake-up.
 
 Pending pods come as the stand-in's view keeps them (`standin_view.PendingPod`: uid,
 resourceVersion and queue order, the pod itself frozen); a pod attempted, whole. Time is
@@ -28,6 +31,7 @@ passed in (seconds); the state lives as long as the worker process.
 """
 import heapq
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
@@ -47,19 +51,10 @@ class _Waiting:
     changes: int = 0                  # the cluster's change count when parked
     version: str = ""                 # the pod's resourceVersion when parked
     any_change: bool = False          # rejected by the extender: its own update wakes it
+    queued: str = ""                  # when it came back to the queue, as creation times are
 
 
 READY, BACKING_OFF = "ready", "backing off"
-
-
-def _first(pods, limit) -> list:
-    if limit is None or limit >= len(pods):
-        return sorted(pods, key=_order)
-    return heapq.nsmallest(limit, pods, key=_order)
-
-
-def _order(pending):
-    return pending.order
 
 
 def _version(pod) -> str:
@@ -86,7 +81,18 @@ class SchedulingQueue:
                 ready.append(p)
             elif state is BACKING_OFF:
                 backing_off.append(p)
-        return _first(ready or backing_off, limit)
+        due = ready or backing_off
+        if limit is not None and limit < len(due):
+            return heapq.nsmallest(limit, due, key=self._order)
+        return sorted(due, key=self._order)
+
+    def _order(self, pending) -> tuple:
+        """The pod's queue_key with its creation time replaced by when it failed, if it did."""
+        entry = self._waiting.get(pending.uid)
+        if entry is None:
+            return pending.order
+        priority, _, namespace, name = pending.order
+        return priority, entry.queued, namespace, name
 
     def _state(self, pending, changes, now):
         """READY, BACKING_OFF (woken, its backoff not yet served) or None (not due)."""
@@ -121,4 +127,6 @@ class SchedulingQueue:
         entry = self._waiting.setdefault(pod["metadata"]["uid"], _Waiting())
         entry.attempts += 1
         entry.failed_at = now
+        entry.queued = datetime.fromtimestamp(int(now), timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
         return entry

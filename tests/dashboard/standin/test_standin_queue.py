@@ -1,5 +1,7 @@
 """kube-scheduler's queue as the stand-in keeps it: which pending pods are due, and when a
 pod that failed comes back (../shared/k8s-wire/extender/README.md, "Retry timing")."""
+from datetime import datetime, timezone
+
 from dashboard.standin.standin_queue import SchedulingQueue, backoff
 from dashboard.standin.standin_view import pending_pod
 
@@ -89,3 +91,16 @@ def test_the_first_few_due_pods_come_in_order_without_sorting_them_all():
              for p in SchedulingQueue().due([pending_pod(p) for p in pods], 0, 0.0, limit=20)]
     assert first == everything[:20]
     assert everything[0] == "p002" and len(everything) == 300
+
+
+def test_a_pod_that_failed_queues_behind_those_created_before_its_failure():
+    """kube-scheduler refreshes a pod's queue timestamp when it comes back from an attempt:
+    the oldest unschedulable pods do not take the first places at every wake-up."""
+    at = datetime(2026, 11, 24, 14, 0, 30, tzinfo=timezone.utc).timestamp()
+    queue = SchedulingQueue()
+    old = pod("old", created="2026-11-24T14:00:00Z")
+    new = pod("new", created="2026-11-24T14:00:10Z")
+    later = pod("later", created="2026-11-24T14:00:40Z")
+    urgent = pod("urgent", priority=10, created="2026-11-24T14:00:50Z")
+    queue.unschedulable(old, at, changes=0)                  # failed at 14:00:30
+    assert due(queue, [old, new, later, urgent], 1, at + 60) == ["urgent", "new", "old", "later"]
