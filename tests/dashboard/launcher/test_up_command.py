@@ -53,6 +53,17 @@ def test_children_get_the_stand_in_period_without_it_entering_our_environment(mo
     assert children_env(simulated=True)["SCHEDVIEW_SCHEDULE_PERIOD"] == "5"
 
 
+def test_children_get_two_malloc_arenas_unless_the_operator_set_them(monkeypatch):
+    from dashboard.management.commands.up import children_env
+
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    assert children_env(simulated=True)["MALLOC_ARENA_MAX"] == "2"
+    assert children_env(simulated=False)["MALLOC_ARENA_MAX"] == "2"
+    assert "MALLOC_ARENA_MAX" not in os.environ
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "8")
+    assert children_env(simulated=True)["MALLOC_ARENA_MAX"] == "8"
+
+
 def read_until(process: subprocess.Popen, *texts: str) -> str:
     """The output up to the line where every one of `texts` has shown; fails if the
     process ends first."""
