@@ -82,7 +82,7 @@ from scheduling.diagnosis import (
 )
 from scheduling.podview import PodView
 
-from .standin_queue import SchedulingQueue
+from .standin_queue import SchedulingQueue, timestamp_text
 from .standin_view import SCHEDULER_NAME, ClusterView
 from dashboard.wire.extender import PREFIX, parse_address
 
@@ -181,10 +181,6 @@ def _meta(pod):
 
 def _name(pod) -> str:
     return f"{_meta(pod).get('namespace')}/{_meta(pod)['name']}"
-
-
-def _now_text(now: float) -> str:
-    return datetime.fromtimestamp(int(now), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def feasible_to_find(nodes: int) -> int:
@@ -478,7 +474,7 @@ class StandIn:
             return 0         # gone, or already on its way out
         name, namespace = info.name, info.namespace
         condition = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
-                     "lastTransitionTime": _now_text(now), "reason": "PreemptionByScheduler",
+                     "lastTransitionTime": timestamp_text(now), "reason": "PreemptionByScheduler",
                      "message": PREEMPTED_MESSAGE}
         try:
             if not facts.preempted:
@@ -528,7 +524,8 @@ class StandIn:
             change["conditions"] = [{
                 "type": "PodScheduled", "status": "False", "lastProbeTime": None,
                 "lastTransitionTime": (current.get("lastTransitionTime")
-                                       if current.get("status") == "False" else _now_text(now)),
+                                       if current.get("status") == "False"
+                                       else timestamp_text(now)),
                 "reason": reason, "message": message}]
         if nominate is not None:
             change["nominatedNodeName"] = nominate

@@ -57,6 +57,12 @@ class _Waiting:
 READY, BACKING_OFF = "ready", "backing off"
 
 
+def timestamp_text(now: float) -> str:
+    """An epoch time as Kubernetes writes timestamps (creationTimestamp, a condition's
+    lastTransitionTime): RFC 3339 in whole seconds, UTC."""
+    return datetime.fromtimestamp(int(now), timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def _version(pod) -> str:
     return pod["metadata"].get("resourceVersion") or ""
 
@@ -127,6 +133,5 @@ class SchedulingQueue:
         entry = self._waiting.setdefault(pod["metadata"]["uid"], _Waiting())
         entry.attempts += 1
         entry.failed_at = now
-        entry.queued = datetime.fromtimestamp(int(now), timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ")
+        entry.queued = timestamp_text(now)
         return entry
