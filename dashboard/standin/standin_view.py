@@ -26,8 +26,12 @@ conditions), made as each page or event is read. Assigned live pods are in the c
 node in `pending`. Of a pod with a node the view keeps only what kube-scheduler's filters
 count on its node (the cache's digest: requests, host ports, labels..., without the pod's
 frozen Mapping unless inter-pod affinity reads its terms) and the few facts its preemption
-reads (`BoundPod`), made by the pods reflector's digest as each list page or event is
-read: no page of whole pods is held (issue 26). A pod without a node is kept as
+reads: its start time as a number, in `started`, and whether it is being deleted or was
+preempted, in `condemned` for the few that are. The pods reflector's digest makes a
+`BoundPod` of it as each list page or event is read (no page of whole pods is held), and
+applying it spreads it into those; the cache is the only holder of a placed pod's digest
+(a tuple, a string and an entry a pod more were 0.12 kB of the 1.2 kB each: issue 26).
+A pod that finished is not held at all: it counts nowhere. A pod without a node is kept as
 what a period picks pods by (its queue order, version, scheduler, the facts preemption
 reads) and the pod itself as compressed JSON (`PendingPod`, about 2 kB where the parsed
 pod costs 17 kB): under churn pending pods pile up by the thousand, and a period thaws
@@ -43,6 +47,8 @@ import threading
 import time
 import zlib
 from collections import deque
+from datetime import datetime
+from itertools import chain
 from typing import NamedTuple
 
 import orjson
@@ -55,6 +61,7 @@ from scheduling.queue_sort import queue_key
 
 from dashboard.kube.claims import ClaimNames, claim_key
 from dashboard.kube.reflector import CLAIMS, Reflector, Relisted
+from dashboard.standin.standin_queue import timestamp_text
 
 log = logging.getLogger(__name__)
 
@@ -120,22 +127,27 @@ def victim_facts(pod) -> VictimFacts:
 
 
 class BoundPod(NamedTuple):
-    """A pod with a node as the view keeps it (see the module doc): the VictimFacts flat
-    beside its digest, one tuple a placed pod where two were 76 bytes more (issue 26)."""
+    """A pod with a node as the pods reflector's digest makes it (see the module doc): the
+    cache's digest and the VictimFacts, which applying it spreads into the view's tables."""
     info: PodInfo
     start_time: str
     deleting: bool
     preempted: bool
     finished: bool
 
-    @property
-    def facts(self) -> VictimFacts:
-        return VictimFacts(self.start_time, self.deleting, self.preempted)
 
-    @property
-    def version(self) -> str:
-        """metadata.resourceVersion"""
-        return self.info.resource_version
+def start_seconds(text: str) -> int | str:
+    """status.startTime as the view keeps it: whole seconds since the epoch (an int is half
+    the string), or the text itself when start_text() would not give it back as it was."""
+    try:
+        seconds = int(datetime.fromisoformat(text).timestamp())
+    except ValueError:
+        return text
+    return seconds if timestamp_text(seconds) == text else text
+
+
+def start_text(kept: int | str) -> str:
+    return timestamp_text(kept) if isinstance(kept, int) else kept
 
 
 class PendingPod(NamedTuple):
@@ -178,18 +190,24 @@ def _key(kept_pod) -> str:
     """A pod's uid, whichever way the view keeps it."""
     if isinstance(kept_pod, BoundPod):
         return kept_pod.info.key
+    if isinstance(kept_pod, PodInfo):
+        return kept_pod.key
     return kept_pod.uid if isinstance(kept_pod, PendingPod) else _uid(kept_pod)
 
 
 class ClusterView:
     """The cluster as the stand-in's scheduler sees it; see the module doc. Only the thread
-    calling sync() changes the cache, pods and nodes (the pods reflector reads `pods`)."""
+    calling sync() changes the cache, pods and nodes (the pods reflector reads `held` and
+    the cache)."""
 
     def __init__(self, api, clock=time.monotonic, **reflector_options):
         self.cache = Cache(ttl=0)     # assumed pods wait for the watch, as kube-scheduler's
         self.algorithm = DefaultAlgorithm(self.cache)
-        self.pods = {}                # uid -> every pod as last seen: Bound-, PendingPod, whole
+        self.held = {}                # uid -> PendingPod, or a pod the digest could not make
+                                      # (whole): the pods not in the cache as its digest alone
         self.pending = {}             # uid -> PendingPods, not finished
+        self.started = {}             # uid -> start_seconds() of a placed pod that has started
+        self.condemned = {}           # uid -> (deleting, preempted) of a placed pod with either
         self.nodes = set()            # names of the nodes in the cache (it keeps its own
                                       # copy: whole, 20,000 nodes were 550 MB here)
         self.claims = ClaimNames()    # the claims there are: (namespace, name)
@@ -218,9 +236,15 @@ class ClusterView:
     def _kept(self, pod):
         """kept(), in the pods reflector's thread, but what the view holds of the pod when
         the pod is unchanged (its resourceVersion), as most are in a relist: a relist then
-        makes digests for the changed pods only, instead of a second set of every pod."""
-        held = self.pods.get(pod["metadata"]["uid"])     # one dict read: safe across threads
-        if held is not None and not isinstance(held, dict) and held.version == _version(pod):
+        makes digests for the changed pods only, instead of a second set of every pod. A
+        placed pod's is the cache's PodInfo, which applying leaves as it is."""
+        uid, version = pod["metadata"]["uid"], _version(pod)
+        held = self.held.get(uid)                        # one dict read: safe across threads
+        if held is None:
+            info = self.cache.pod_info(uid)               # under the cache's lock
+            if info is not None and info.resource_version == version:
+                return info
+        elif not isinstance(held, dict) and held.version == version:
             return held
         return kept(pod)
 
@@ -285,26 +309,42 @@ class ClusterView:
         else:
             self._put_pod(pod)
 
+    def holds(self, uid) -> bool:
+        """Whether the view holds the pod: pending, placed, or kept whole."""
+        return uid in self.held or self.cache.pod_state(_ref(uid)) is not None
+
     def victim_facts(self, uid) -> VictimFacts | None:
         """What preemption reads of a pod in the cache (None if the view lost it)."""
-        pod = self.pods.get(uid)
-        if pod is None:
+        held = self.held.get(uid)
+        if held is not None:
+            return victim_facts(held) if isinstance(held, dict) else held.facts
+        if self.cache.pod_state(_ref(uid)) is None:
             return None
-        return victim_facts(pod) if isinstance(pod, dict) else pod.facts
+        started = self.started.get(uid)
+        return VictimFacts(start_text(started) if started is not None else "",
+                           *self.condemned.get(uid, (False, False)))
 
     def _put_pod(self, pod) -> None:
         if isinstance(pod, BoundPod):
             self._put_bound(pod)
             return
+        if isinstance(pod, PodInfo):
+            # The cache's own, unchanged (_kept); should the cache have moved on meanwhile,
+            # it is put back as it was listed, with the facts the view holds.
+            if self.cache.pod_info(pod.key) is not pod:
+                facts = self.victim_facts(pod.key) or VictimFacts("", False, False)
+                self._put_bound(BoundPod(pod, *facts, False))
+            return
         if isinstance(pod, PendingPod):
-            self.pods[pod.uid] = pod
+            self.held[pod.uid] = pod
             if pod.finished:
                 self.pending.pop(pod.uid, None)
             else:
                 self.pending[pod.uid] = pod
             return
         uid = _uid(pod)
-        self.pods[uid] = pod
+        self._forget_placed(uid)
+        self.held[uid] = pod
         self.pending.pop(uid, None)
         if not _node_of(pod):
             return
@@ -322,17 +362,31 @@ class ClusterView:
         """_put_pod for a pod with a node, from the cache's digest."""
         info = bound.info
         uid = info.key
-        self.pods[uid] = bound
+        self.held.pop(uid, None)
         self.pending.pop(uid, None)
         state = self.cache.pod_state(_ref(uid))
         if bound.finished:
+            self._forget_placed(uid)
             if state is not None:
                 self.cache.remove_pod(_ref(uid))
                 self.changes += 1
-        elif state == ADDED:
+            return
+        if bound.start_time:
+            self.started[uid] = start_seconds(bound.start_time)
+        else:
+            self.started.pop(uid, None)
+        if bound.deleting or bound.preempted:
+            self.condemned[uid] = (bound.deleting, bound.preempted)
+        else:
+            self.condemned.pop(uid, None)
+        if state == ADDED:
             self.cache.update_pod_info(info)
         else:                          # new, or the watch confirming our own bind
             self.cache.add_pod_info(info)
+
+    def _forget_placed(self, uid) -> None:
+        self.started.pop(uid, None)
+        self.condemned.pop(uid, None)
 
     def _remove_pod(self, pod) -> None:
         if isinstance(pod, BoundPod):
@@ -341,8 +395,13 @@ class ClusterView:
             uid, node = pod.uid, ""
         else:
             uid, node = _uid(pod), _node_of(pod)
-        self.pods.pop(uid, None)
+        self._remove(uid, node)
+
+    def _remove(self, uid, node) -> None:
+        """The pod is gone; `node`: the one it was last seen on ("" when none)."""
+        self.held.pop(uid, None)
         self.pending.pop(uid, None)
+        self._forget_placed(uid)
         state = self.cache.pod_state(_ref(uid))
         if state is not None:
             self.cache.remove_pod(_ref(uid))
@@ -362,8 +421,13 @@ class ClusterView:
                 self._node_event("MODIFIED", node)
         else:
             listed = {_key(p): p for p in relisted.items}
-            for uid in [u for u in self.pods if u not in listed]:
-                self._remove_pod(self.pods[uid])
+            for uid in [u for u in chain(self.held, self.cache.pod_keys()) if u not in listed]:
+                held = self.held.get(uid)
+                if held is not None:
+                    self._remove_pod(held)
+                else:
+                    info = self.cache.pod_info(uid)
+                    self._remove(uid, info.node_name if info is not None else "")
             for pod in listed.values():
                 self._put_pod(pod)
             if self._relist_asked is not None:

@@ -13,7 +13,7 @@ from simcluster import SimCluster
 from simcluster.generate import GPU, Cluster, make_node, make_pod
 
 from dashboard.launcher import demo_scenes
-from dashboard.standin.standin_view import BoundPod, PendingPod
+from dashboard.standin.standin_view import PendingPod
 from dashboard.wire.extender import WAITING
 from tests.dashboard.owner.extender.extender_builders import World
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
@@ -148,7 +148,7 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
             assert v1.read_namespaced_pod(f"demo-batch-{i}", "default").metadata.deletion_timestamp
             v1.delete_namespaced_pod(f"demo-batch-{i}", "default", grace_period_seconds=0)
         settle(scheduler.view, lambda: not any(n.startswith("demo-batch")
-                                          for n in map(pod_name, scheduler.view.pods.values())),
+                                               for n in pod_names(scheduler.view)),
                "the evicted pods go")
         counts = scheduler.period(now=1010.0)
         assert counts["bind"] == 1
@@ -157,12 +157,13 @@ def test_through_the_stand_in_one_waits_and_one_preempts_then_binds(sim):
         assert v1.read_namespaced_pod("demo-urgent-train", "default").spec.node_name == "gpu-2"
 
 
-def pod_name(pod):
-    """A pod of the stand-in's view: a bound one is kept as the cache's digest, a pending
-    one frozen."""
-    if isinstance(pod, BoundPod):
-        return pod.info.name
-    return (pod.thaw() if isinstance(pod, PendingPod) else pod)["metadata"]["name"]
+def pod_names(view):
+    """The names of the pods the stand-in's view holds: a placed one as the cache's digest,
+    a pending one frozen."""
+    for key in view.cache.pod_keys():
+        yield view.cache.pod_info(key).name
+    for pod in view.held.values():
+        yield (pod.thaw() if isinstance(pod, PendingPod) else pod)["metadata"]["name"]
 
 
 def test_a_cluster_without_gpus_gets_only_the_waiting_job():

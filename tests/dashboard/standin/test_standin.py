@@ -10,7 +10,7 @@ from simcluster.generate import BASE_TIME, Cluster, make_node, make_pod
 
 from dashboard.standin import standin
 from dashboard.kube.client import read_json
-from dashboard.standin.standin_view import RELIST_PERIOD, BoundPod, ClusterView, PendingPod
+from dashboard.standin.standin_view import RELIST_PERIOD, ClusterView, PendingPod, VictimFacts
 from tests.dashboard.standin.fake_extender import running_stand_in, settle
 from tests.live.livestack import free_port
 from tests.scheduling import why_pending
@@ -125,7 +125,7 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
 
     # Another pod's deletion wakes it: not eligible while its victim is terminating.
     v1.delete_namespaced_pod("low-a-3", NS, grace_period_seconds=0)
-    settle(scheduler.view, lambda: "uid-low-a-3" not in scheduler.view.pods, "low-a-3 go")
+    settle(scheduler.view, lambda: not scheduler.view.holds("uid-low-a-3"), "low-a-3 go")
     assert scheduler.period(now=NOW + 20)["wait"] == 1
     assert extender.verbs() == [("preempt", "high")]
     message = next(c for c in pod_of(v1, "high").status.conditions
@@ -137,7 +137,7 @@ def test_a_pod_that_fits_nowhere_preempts_then_binds_on_its_nominated_node(world
 
     # The kubelet finishes the victim (as the captures' stand-in did, with grace 0).
     v1.delete_namespaced_pod("low-b-0", NS, grace_period_seconds=0)
-    settle(scheduler.view, lambda: "uid-low-b-0" not in scheduler.view.pods, "the victim go")
+    settle(scheduler.view, lambda: not scheduler.view.holds("uid-low-b-0"), "the victim go")
     counts = scheduler.period(now=NOW + 40)
     assert counts["bind"] == 1
     assert extender.verbs()[1:] == [("filter", "high"), ("bind", "high")]
@@ -357,7 +357,7 @@ def test_the_view_frees_a_finished_pod_and_counts_it_as_a_cluster_change(world):
     """kube-scheduler's cache drops a pod that finished; pods waiting for room wake up."""
     sim, v1, extender, scheduler = world
     view = scheduler.view
-    settle(scheduler.view, lambda: "uid-done-soon" in view.pods, "the bound pod")
+    settle(scheduler.view, lambda: view.holds("uid-done-soon"), "the bound pod")
     assert view.algorithm.records.by_name["a-1"].free_cpu == 1000
     changes = view.changes
     v1.patch_namespaced_pod_status("done-soon", NS, {"status": {"phase": "Succeeded"}})
@@ -373,7 +373,7 @@ def test_the_view_relists_so_a_lost_watch_event_hides_no_pod_for_good(world):
     clock = [0.0]
     view = ClusterView(v1, clock=lambda: clock[0], watch_timeout=30).start()
     try:
-        settle(view, lambda: "uid-done-soon" in view.pods, "the bound pod")
+        settle(view, lambda: view.holds("uid-done-soon"), "the bound pod")
         sim.faults.update(lose_event_rate=1.0)
         v1.create_namespaced_pod(NS, pending("unseen"))
         sim.faults.update(lose_event_rate=0.0)
@@ -496,21 +496,26 @@ def test_the_view_keeps_a_bound_pod_as_its_digest_and_a_pending_pod_frozen(world
     sim, v1, extender, scheduler = world
     view = ClusterView(v1, watch_timeout=30, watch_list=watch_list).start()
     try:
-        settle(view, lambda: "uid-done-soon" in view.pods, "the listed pod")
+        settle(view, lambda: view.holds("uid-done-soon"), "the listed pod")
         watched = v1.create_namespaced_pod(NS, low("watched", "a-1", cpu="1")).metadata.uid
         waiting = v1.create_namespaced_pod(NS, pending("waiting")).metadata.uid
-        settle(view, lambda: watched in view.pods and waiting in view.pending, "the watched pods")
-        for uid in ("uid-done-soon", watched):
-            assert isinstance(view.pods[uid], BoundPod)
-            assert view.pods[uid].info.node_name == "a-1"
-            assert view.victim_facts(uid).start_time == view.pods[uid].facts.start_time
+        settle(view, lambda: view.holds(watched) and waiting in view.pending, "the watched pods")
+        for uid in ("uid-done-soon", watched):   # held as the cache's digest alone
+            assert uid not in view.held
+            assert view.cache.pod_info(uid).node_name == "a-1"
+        # its start time as a number, read back as the API server wrote it
+        assert isinstance(view.started["uid-done-soon"], int)
+        listed = read_json(v1.read_namespaced_pod("done-soon", NS, _preload_content=False))
+        assert view.victim_facts("uid-done-soon") == VictimFacts(listed["status"]["startTime"],
+                                                                 False, False)
         assert view.algorithm.records.by_name["a-1"].free_cpu == 0
-        assert view.pods[waiting] is view.pending[waiting]
+        assert view.held[waiting] is view.pending[waiting]
         assert isinstance(view.pending[waiting], PendingPod)
         assert view.pending[waiting].thaw() == read_json(
             v1.read_namespaced_pod("waiting", NS, _preload_content=False))
         v1.delete_namespaced_pod("watched", NS, grace_period_seconds=0)
-        settle(view, lambda: watched not in view.pods, "the deletion")
+        settle(view, lambda: not view.holds(watched), "the deletion")
+        assert watched not in view.started
         assert view.algorithm.records.by_name["a-1"].free_cpu == 1000
     finally:
         view.stop()

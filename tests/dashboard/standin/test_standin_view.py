@@ -107,16 +107,19 @@ def test_the_view_queues_pending_pods_frozen_and_never_a_pod_it_cannot_order():
     bound = pod("bound", node_name="n1")
     view = synced(WAITING, nameless(), bound)
     assert list(view.pending) == ["uid-waiting"]
-    assert view.pending["uid-waiting"] is view.pods["uid-waiting"]
-    assert view.pods["uid-nameless"] == nameless()
+    assert view.pending["uid-waiting"] is view.held["uid-waiting"]
+    assert view.held["uid-nameless"] == nameless()
     assert view.victim_facts("uid-nameless") == VictimFacts("", False, False)
-    assert isinstance(view.pods["uid-bound"], BoundPod)
+    # a placed pod is the cache's digest alone
+    assert "uid-bound" not in view.held and view.holds("uid-bound")
+    assert view.cache.pod_info("uid-bound").node_name == "n1"
     view._receive(Watched("pods", "MODIFIED", kept(with_(WAITING, status={"phase": "Failed"})),
                           "43"))
     view._receive(Watched("pods", "DELETED", kept(nameless()), "44"))
     view.sync()
     assert view.pending == {}
-    assert set(view.pods) == {"uid-waiting", "uid-bound"}
+    assert set(view.held) == {"uid-waiting"}
+    assert not view.holds("uid-nameless") and view.holds("uid-bound")
 
 
 def test_the_view_lists_in_client_go_s_pages_unless_told_otherwise():
@@ -135,21 +138,62 @@ RELISTED = {
 }
 
 
+def held(view, uid):
+    """What the view holds of a pod: the cache's digest of a placed pod, else held."""
+    return view.held.get(uid) or view.cache.pod_info(uid)
+
+
 @pytest.mark.parametrize("listed, same", RELISTED.values(), ids=RELISTED)
 def test_a_relist_digests_only_the_pods_that_changed(listed, same):
     view = synced(WAITING, BOUND)
+    uid = listed["metadata"]["uid"]
     free = view.algorithm.records.by_name["n1"].free_cpu
-    held = view.pods.get(listed["metadata"]["uid"])
+    generation = view.cache.dump().nodes["n1"].generation
+    before = held(view, uid)
     digest = view._kept(listed)
-    assert (digest is held) == same
-    assert (type(digest), digest.version) == (type(kept(listed)),
-                                              listed["metadata"]["resourceVersion"])
+    assert (digest is before) == same
+    if not same:
+        assert type(digest) is type(kept(listed))
     view._receive(Relisted("pods", [view._kept(p) for p in (WAITING, BOUND)
-                                    if p["metadata"]["uid"] != listed["metadata"]["uid"]]
-                           + [digest], "2"))
+                                    if p["metadata"]["uid"] != uid] + [digest], "2"))
     assert view.sync()
     assert view.algorithm.records.by_name["n1"].free_cpu == free     # the bound pod, once
-    assert view.pods[listed["metadata"]["uid"]] is digest
+    assert held(view, uid) is (digest.info if isinstance(digest, BoundPod) else digest)
+    # a relist that changed nothing on the node leaves its generation alone
+    unchanged = same or listed["spec"].get("nodeName") != "n1"
+    assert (view.cache.dump().nodes["n1"].generation == generation) == unchanged
+
+
+# a placed pod's status and metadata -> what preemption reads of it
+FACTS = {
+    "running": ({"phase": "Running", "startTime": NOW}, {}, VictimFacts(NOW, False, False)),
+    "not started": ({"phase": "Pending"}, {}, VictimFacts("", False, False)),
+    "odd start": ({"phase": "Running", "startTime": "yesterday"}, {},
+                  VictimFacts("yesterday", False, False)),
+    "preempted, deleting": ({"phase": "Running", "startTime": NOW, "conditions": [PREEMPTED]},
+                            {"deletionTimestamp": NOW}, VictimFacts(NOW, True, True)),
+}
+
+
+@pytest.mark.parametrize("status, meta, facts", FACTS.values(), ids=FACTS)
+def test_a_placed_pod_s_facts_are_kept_beside_the_cache_and_forgotten_with_it(status, meta,
+                                                                             facts):
+    placed = {**with_(pod("placed", node_name="n1", resource_version="5"), meta=meta),
+              "status": status}
+    view = synced(placed)
+    assert view.victim_facts("uid-placed") == facts
+    assert ("uid-placed" in view.started) == bool(facts.start_time)
+    assert ("uid-placed" in view.condemned) == facts.deleting
+    # a later version without them forgets them
+    view._receive(Watched("pods", "MODIFIED",
+                          kept({**pod("placed", node_name="n1", resource_version="6"),
+                                "status": {"phase": "Running"}}), "6"))
+    view.sync()
+    assert view.victim_facts("uid-placed") == VictimFacts("", False, False)
+    view._receive(Watched("pods", "DELETED", kept(placed), "7"))
+    view.sync()
+    assert view.victim_facts("uid-placed") is None
+    assert (view.started, view.condemned, view.held) == ({}, {}, {})
 
 
 def test_the_view_keeps_its_nodes_as_names_and_the_cache_the_nodes():
