@@ -253,8 +253,7 @@ class StandIn:
         view = self.view
         self.diagnoser.claims = view.claims if view.claims.known else None
         pending = [p for p in view.pending.values()
-                   if p.scheduler == SCHEDULER_NAME and not p.facts.deleting
-                   and not view.is_assumed(p.uid)]
+                   if p.scheduler == SCHEDULER_NAME and not p.facts.deleting]
         errors, answered = [], []
         for due in self.queue.due(pending, view.changes, now, limit):
             pod = due.thaw()

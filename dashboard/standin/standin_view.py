@@ -205,7 +205,8 @@ class ClusterView:
         self.algorithm = DefaultAlgorithm(self.cache)
         self.held = {}                # uid -> PendingPod, or a pod the digest could not make
                                       # (whole): the pods not in the cache as its digest alone
-        self.pending = {}             # uid -> PendingPods, not finished
+        self.pending = {}             # uid -> PendingPods, not finished nor assumed (a
+                                      # period's candidates, without a pass over them all)
         self.started = {}             # uid -> start_seconds() of a placed pod that has started
         self.condemned = {}           # uid -> (deleting, preempted) of a placed pod with either
         self.nodes = set()            # names of the nodes in the cache (it keeps its own
@@ -337,7 +338,7 @@ class ClusterView:
             return
         if isinstance(pod, PendingPod):
             self.held[pod.uid] = pod
-            if pod.finished:
+            if pod.finished or self.is_assumed(pod.uid):
                 self.pending.pop(pod.uid, None)
             else:
                 self.pending[pod.uid] = pod
@@ -449,14 +450,18 @@ class ClusterView:
         returns the assumed pod, for forget()."""
         assumed = {**pod, "spec": {**pod["spec"], "nodeName": node}}
         self.cache.assume_pod(assumed)
+        self.pending.pop(_uid(pod), None)
         self.algorithm.refresh()
         return assumed
 
     def forget(self, assumed) -> None:
         """The bind failed: the pod no longer counts on its node (unless the watch already
-        showed it bound there)."""
+        showed it bound there), and is pending again."""
         if self.cache.pod_state(assumed) == ASSUMED:
             self.cache.forget_pod(assumed)
+            held = self.held.get(_uid(assumed))
+            if isinstance(held, PendingPod) and not held.finished:
+                self.pending[held.uid] = held
             self.algorithm.refresh()
 
     def is_assumed(self, uid) -> bool:

@@ -293,3 +293,25 @@ def test_the_next_relist_waits_at_least_20_times_what_the_last_one_took(duration
         f"the stand-in's view relisted in {first:.1f} s; the next relist in "
         f"{max(RELIST_PERIOD, 20 * first):.0f} s",
         f"the stand-in's view relisted in {took:.1f} s; the next relist in {wait:.0f} s"]
+
+
+def test_an_assumed_pod_is_no_period_s_candidate_until_its_bind_is_forgotten():
+    """`pending` is what a period picks from: the stand-in's own assumed pod leaves it at
+    once, stays out through its own events, and comes back if its bind fails."""
+    view = synced(WAITING)
+    assumed = view.assume(view.pending["uid-waiting"].thaw(), "n1")
+    assert view.pending == {} and view.is_assumed("uid-waiting")
+    newer = kept(with_(WAITING, meta={"resourceVersion": "43"}))
+    view._receive(Watched("pods", "MODIFIED", newer, "43"))
+    view.sync()
+    assert view.pending == {} and view.held["uid-waiting"] is newer
+    view.forget(assumed)
+    assert view.pending == {"uid-waiting": newer}
+    # confirmed by the watch instead: placed, and pending no more
+    view.assume(newer.thaw(), "n1")
+    view._receive(Watched("pods", "MODIFIED", kept(with_(WAITING, spec={"nodeName": "n1"},
+                                                         meta={"resourceVersion": "44"})),
+                          "44"))
+    view.sync()
+    assert (view.pending, view.held) == ({}, {})
+    assert view.cache.pod_info("uid-waiting").node_name == "n1"
