@@ -30,7 +30,7 @@ reads: its start time as a number, in `started`, and whether it is being deleted
 preempted, in `condemned` for the few that are. The pods reflector's digest makes a
 `BoundPod` of it as each list page or event is read (no page of whole pods is held), and
 applying it spreads it into those; the cache is the only holder of a placed pod's digest
-(a tuple, a string and an entry a pod more were 0.12 kB of the 1.2 kB each: issue 26).
+(bench/standin_view_memory.py, issue 26).
 A pod that finished is not held at all: it counts nowhere. A pod without a node is kept as
 what a period picks pods by (its queue order, version, scheduler, the facts preemption
 reads) and the pod itself as compressed JSON (`PendingPod`, about 2 kB where the parsed
@@ -392,6 +392,8 @@ class ClusterView:
     def _remove_pod(self, pod) -> None:
         if isinstance(pod, BoundPod):
             uid, node = pod.info.key, pod.info.node_name
+        elif isinstance(pod, PodInfo):  # the cache's own: a deletion at the version held
+            uid, node = pod.key, pod.node_name
         elif isinstance(pod, PendingPod):
             uid, node = pod.uid, ""
         else:

@@ -315,3 +315,16 @@ def test_an_assumed_pod_is_no_period_s_candidate_until_its_bind_is_forgotten():
     view.sync()
     assert (view.pending, view.held) == ({}, {})
     assert view.cache.pod_info("uid-waiting").node_name == "n1"
+
+
+def test_a_deletion_at_the_version_the_view_holds_removes_the_placed_pod():
+    """The pods reflector's digest of an unchanged pod is the cache's own PodInfo, whatever
+    the event: a DELETED carrying the version held removes the pod like any other."""
+    view = synced(BOUND)
+    digest = view._kept(BOUND)
+    assert digest is view.cache.pod_info("uid-bound")
+    view._receive(Watched("pods", "DELETED", digest, "6"))
+    view.sync()
+    assert not view.holds("uid-bound")
+    empty = synced().algorithm.records.by_name["n1"].free_cpu
+    assert view.algorithm.records.by_name["n1"].free_cpu == empty
