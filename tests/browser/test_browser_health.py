@@ -13,7 +13,7 @@ from playwright.sync_api import expect
 
 from dashboard.clients.owner_client import send
 from dashboard.worker.tasks import bind_pod
-from tests.live.livestack import new_pod, state_of
+from tests.live.livestack import cluster_pods, new_pod, pod_rows, state_of
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.timeout(240)
@@ -42,8 +42,13 @@ class Arrivals:
 
 
 @pytest.fixture
-def arrivals(kube):
-    """Pods arriving until stopped; those still pending are deleted afterwards."""
+def arrivals(kube, stack):
+    """Pods arriving until stopped; those still pending are deleted afterwards. They start
+    once the pages' rows hold no pod the cluster has deleted: an earlier test's pod, deleted
+    as it ended, could otherwise be the oldest pending row the banner links to and be gone
+    from the pages by the time the link is followed (a 404, as CI once saw)."""
+    wait_for(lambda: not set(pod_rows()) - set(cluster_pods(stack)), 30,
+             "the pages to drop the pods earlier tests deleted")
     arriving = Arrivals(kube)
     arriving.thread.start()
     yield arriving
