@@ -14,12 +14,23 @@ churn they pile up, as in the whole stack: the churn creates more a second than
     .venv/bin/python bench/standin_bench.py [--nodes 100] [--pods 2000] [--churn 20]
                                             [--periods 30] [--limit 20]
                                             [--no-alternative]
+
+With `--loop SECONDS` it runs instead the process's own loop (runner.StandInLoop: steps
+back to back while they place) for that long, on a cluster as `up` makes it (2% of the
+pods pending, the churn holding the pod count), and prints what it placed a second and
+the pending pods it began and ended with: the stand-in's pace without the owner's
+extender (issue 26's 15-minute runs, where the pending pods piled up).
+
+    .venv/bin/python bench/standin_bench.py --nodes 5000 --pods 150000 --churn 200 --loop 300
 """
 import argparse
+import json
 import os
 import resource
 import sys
+import threading
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,6 +49,7 @@ from scheduling import DefaultAlgorithm  # noqa: E402
 
 from dashboard.kube.client import read_json  # noqa: E402
 from dashboard.standin import standin  # noqa: E402
+from dashboard.standin.runner import StandInLoop  # noqa: E402
 from dashboard.standin.standin_view import ClusterView  # noqa: E402
 from tests.dashboard.standin.fake_extender import FakeExtender  # noqa: E402
 
@@ -67,7 +79,11 @@ def main():
     parser.add_argument("--no-alternative", action="store_true",
                         help="leave out listing every pod into a fresh cache (one unpaged "
                              "list: 5 GB and minutes at 150,000 pods)")
+    parser.add_argument("--loop", type=float, default=0.0, metavar="SECONDS",
+                        help="run the stand-in's own loop this long instead of the periods")
     args = parser.parse_args()
+    if args.loop:
+        return run_loop(args)
     with served_cluster(args.nodes, args.pods, "--churn", str(args.churn)) as (url, kubeconfig):
         api = core_api(kubeconfig)
         extender = FakeExtender(core_api(kubeconfig))
@@ -112,6 +128,58 @@ def main():
     line("RSS after the first sync / after the periods / peak (the cluster apart)",
          f"{synced_rss / 2**20:.0f} / {steady_rss / 2**20:.0f} / "
          f"{peak_rss / 2**20:.0f} MiB")
+
+
+def run_loop(args):
+    """The stand-in's own loop for `args.loop` seconds after its first sync."""
+    with served_cluster(args.nodes, args.pods, "--churn", str(args.churn),
+                        "--pending-fraction", "0.02") as (url, kubeconfig):
+        # the pod count held, as `up` configures the demo's churn
+        urllib.request.urlopen(urllib.request.Request(
+            f"{url}/simcluster/v1/churn", data=json.dumps({"steady": True}).encode(),
+            headers={"Content-Type": "application/json"}, method="POST")).read()
+        extender = FakeExtender(core_api(kubeconfig))
+        loop = StandInLoop(lambda: core_api(kubeconfig), extender.address, call_timeout=5.0,
+                           period=1.0, limit=args.limit)
+        tally, steps = dict.fromkeys(standin.OUTCOMES, 0), []
+        step = loop.step
+
+        def counted_step(now=None):
+            began = time.monotonic()
+            counts = step(now)
+            if any(counts.values()):
+                steps.append(time.monotonic() - began)
+                for name, count in counts.items():
+                    tally[name] += count
+            return counts
+
+        loop.step = counted_step
+        stop = threading.Event()
+        thread = threading.Thread(target=loop.run, args=(stop,))
+        try:
+            thread.start()
+            began = time.monotonic()
+            while not steps and time.monotonic() - began < 900:
+                time.sleep(1.0)   # until the first step that attempted a pod: lists are in
+            synced = time.monotonic() - began
+            start_pending, start_tally = len(loop.scheduler.view.pending), dict(tally)
+            time.sleep(args.loop)
+            end_pending = len(loop.scheduler.view.pending)
+        finally:
+            stop.set()
+            thread.join()
+            extender.close()
+    placed = {name: tally[name] - start_tally[name] for name in tally}
+    print(f"stand-in loop: {args.nodes} nodes, {args.pods} pods (2% pending), churn "
+          f"{args.churn:g}/s, {args.loop:g} s after its first sync, up to {args.limit} a step")
+    line("first sync", f"{synced:.0f} s")
+    line("outcomes in the window", placed)
+    line("binds a second / attempts a second",
+         f"{placed['bind'] / args.loop:.1f} / "
+         f"{sum(n for k, n in placed.items() if k != 'victims') / args.loop:.1f}")
+    line("a step's wall time p50 / p99",
+         f"{percentile(steps, 0.5) * 1000:.0f} / {percentile(steps, 0.99) * 1000:.0f} ms")
+    line("pending pods at the window's start / end", f"{start_pending:,} / {end_pending:,}")
 
 
 if __name__ == "__main__":

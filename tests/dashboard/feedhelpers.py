@@ -207,6 +207,7 @@ class Script:
 
 class ScriptHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True   # headers and body are two writes: no delayed-ACK wait
 
     def log_message(self, *args):
         pass
