@@ -24,13 +24,16 @@ extender (issue 26's 15-minute runs, where the pending pods piled up).
     .venv/bin/python bench/standin_bench.py --nodes 5000 --pods 150000 --churn 200 --loop 300
 """
 import argparse
+import ctypes
 import json
 import os
 import resource
 import sys
 import threading
 import time
+import tracemalloc
 import urllib.request
+from collections import deque
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -81,6 +84,9 @@ def main():
                              "list: 5 GB and minutes at 150,000 pods)")
     parser.add_argument("--loop", type=float, default=0.0, metavar="SECONDS",
                         help="run the stand-in's own loop this long instead of the periods")
+    parser.add_argument("--trace", type=int, default=0, metavar="LINES",
+                        help="with --loop: trace the window's allocations and print the "
+                             "lines holding the most at its end (slows the loop)")
     args = parser.parse_args()
     if args.loop:
         return run_loop(args)
@@ -139,6 +145,7 @@ def run_loop(args):
             f"{url}/simcluster/v1/churn", data=json.dumps({"steady": True}).encode(),
             headers={"Content-Type": "application/json"}, method="POST")).read()
         extender = FakeExtender(core_api(kubeconfig))
+        extender.calls = deque(maxlen=0)    # the bodies it would record would be the RSS
         loop = StandInLoop(lambda: core_api(kubeconfig), extender.address, call_timeout=5.0,
                            period=1.0, limit=args.limit)
         tally, steps = dict.fromkeys(standin.OUTCOMES, 0), []
@@ -163,8 +170,16 @@ def run_loop(args):
                 time.sleep(1.0)   # until the first step that attempted a pod: lists are in
             synced = time.monotonic() - began
             start_pending, start_tally = len(loop.scheduler.view.pending), dict(tally)
+            start_rss, start_blocks = psutil.Process().memory_info().rss, sys.getallocatedblocks()
+            if args.trace:
+                tracemalloc.start()
             time.sleep(args.loop)
             end_pending = len(loop.scheduler.view.pending)
+            end_rss, end_blocks = psutil.Process().memory_info().rss, sys.getallocatedblocks()
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            trimmed_rss = psutil.Process().memory_info().rss
+            held = tracemalloc.take_snapshot() if args.trace else None
+            tracemalloc.stop()
         finally:
             stop.set()
             thread.join()
@@ -180,6 +195,17 @@ def run_loop(args):
     line("a step's wall time p50 / p99",
          f"{percentile(steps, 0.5) * 1000:.0f} / {percentile(steps, 0.99) * 1000:.0f} ms")
     line("pending pods at the window's start / end", f"{start_pending:,} / {end_pending:,}")
+    line("RSS at the window's start / end / after malloc_trim (the fake extender's too)",
+         f"{start_rss / 2**20:.0f} / {end_rss / 2**20:.0f} / {trimmed_rss / 2**20:.0f} MiB")
+    line("Python's allocated blocks at the window's start / end",
+         f"{start_blocks:,} / {end_blocks:,}")
+    if held is not None:
+        stats = held.statistics("lineno")
+        print(f"allocated in the window and held at its end: "
+              f"{sum(s.size for s in stats) / 2**20:,.1f} MiB; the lines holding the most:")
+        for stat in stats[:args.trace]:
+            frame = stat.traceback[0]
+            print(f"  {stat.size / 2**20:8.1f} MiB  {stat.count:9,}  {frame.filename}:{frame.lineno}")
 
 
 if __name__ == "__main__":

@@ -336,7 +336,8 @@ def test_the_placed_pods_groups_share_one_key_and_count_pods_node_by_node():
 
 def test_a_label_pair_names_its_one_group_alone_and_several_in_a_table():
     """by_label keeps the one group with a pair as its key, a table from the second on, and
-    the key alone again when one is left; candidates() finds the groups either way."""
+    the key alone again when one is left; candidates() finds the groups either way. It
+    keeps the pairs of a label key from the first term that looks the key up on."""
     cache, diagnoser = _cluster()
     shop = make_pod("shop-0", namespace="why", node_name="small-0", labels={"app": "shop"},
                     requests={"cpu": "10m"}, uid="uid-shop-0")
@@ -354,11 +355,14 @@ def test_a_label_pair_names_its_one_group_alone_and_several_in_a_table():
             key for key, labels in placed.group_labels.items()
             if labels == placed_pod["metadata"]["labels"]]
         if placed_pod is shop:
-            assert placed.by_label[("app", "shop")] is groups["uid-shop-0"]
             assert placed.candidates(term) == [groups["uid-shop-0"]]
+            assert placed.by_label[("app", "shop")] is groups["uid-shop-0"]
     assert placed.by_label[("app", "shop")] == dict.fromkeys(groups.values())
-    assert placed.by_label[("track", "canary")] is groups["uid-shop-1"]
     assert sorted(placed.candidates(term)) == sorted(groups.values())
+    assert ("track", "canary") not in placed.by_label      # no term has named "track"
+    track = type("Term", (), {"lookup": ("track", ("canary",))})()
+    assert placed.candidates(track) == [groups["uid-shop-1"]]
+    assert placed.by_label[("track", "canary")] is groups["uid-shop-1"]
     cache.remove_pod(shop)
     diagnoser.diagnose(pod)
     assert placed.by_label[("app", "shop")] is groups["uid-shop-1"]
