@@ -4,6 +4,10 @@ tracemalloc from the first node on; prints the traced bytes a pod and the lines 
 the most. No process, no HTTP: the view's own holdings, comparable across trees (run each
 tree's copy of this script in one sitting). Figures are printed, nothing asserted.
 
+Then, traced apart, what a diagnosis adds at its first pod with inter-pod affinity terms:
+the index of the placed pods' groups (scheduling/podaffinity.PlacedPods) with the pending
+pods' required terms looked up in it, as their diagnoses would.
+
     .venv/bin/python bench/standin_view_memory.py [--nodes 3000] [--pods 90000] [--lines 12]
 """
 import argparse
@@ -20,6 +24,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dashboard.settings")
 import orjson  # noqa: E402
 
 from simcluster.generate import generate_cluster  # noqa: E402
+
+from scheduling.podaffinity import PlacedPods, own_terms  # noqa: E402
 
 from dashboard.standin.standin_view import ClusterView, kept, node_filtered  # noqa: E402
 
@@ -51,6 +57,20 @@ def main():
           "a pod")
     for stat in stats[:args.lines]:
         print(f"{stat.size / len(pods):>8,.0f} B a pod  {stat.traceback[0]}")
+    tracemalloc.stop()
+    terms = [term for pending in view.pending.values() for kind in
+             own_terms(pending.thaw()["spec"], pending.thaw()["metadata"].get("namespace", ""))
+             for term in kind]
+    tracemalloc.start()
+    placed = PlacedPods()
+    placed.refresh(view.algorithm.records, groups=True)
+    for term in terms:
+        placed.candidates(term)
+    gc.collect()
+    held = sum(s.size for s in tracemalloc.take_snapshot().statistics("filename"))
+    print(f"inter-pod affinity's index: {held:,} bytes traced, {held / len(pods):,.0f} a pod "
+          f"({len(placed.groups):,} groups, {len(placed.by_label):,} label pairs, "
+          f"{len(terms):,} terms of pending pods looked up)")
 
 
 if __name__ == "__main__":
