@@ -205,7 +205,8 @@ def run_loop(args):
               f"{sum(s.size for s in stats) / 2**20:,.1f} MiB; the lines holding the most:")
         for stat in stats[:args.trace]:
             frame = stat.traceback[0]
-            print(f"  {stat.size / 2**20:8.1f} MiB  {stat.count:9,}  {frame.filename}:{frame.lineno}")
+            print(f"  {stat.size / 2**20:8.1f} MiB  {stat.count:9,}  "
+                  f"{frame.filename}:{frame.lineno}")
 
 
 if __name__ == "__main__":
