@@ -152,8 +152,10 @@ def test_the_owners_queue_holds_the_feed_as_the_decoders_bytes(sim, v1, decoded)
     queued = []
     while not owner.feed.empty():
         queued.append(owner.feed.get_nowait())
-    assert len(queued) > 2 and all(type(i) is DecodedFeed and type(i.entries) is bytes
-                                   for i in queued)
+    # How many messages the lists and the event came in is the decoder's timing (a quiet
+    # machine ships a small cluster's lists in one): what is queued is bytes, all of it.
+    assert queued and all(type(i) is DecodedFeed and type(i.entries) is bytes
+                          for i in queued)
     for item in queued:
         owner.apply(item)
     assert all(owner.synced.values())
