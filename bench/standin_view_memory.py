@@ -58,8 +58,8 @@ def main():
     for stat in stats[:args.lines]:
         print(f"{stat.size / len(pods):>8,.0f} B a pod  {stat.traceback[0]}")
     tracemalloc.stop()
-    terms = [term for pending in view.pending.values() for kind in
-             own_terms(pending.thaw()["spec"], pending.thaw()["metadata"].get("namespace", ""))
+    terms = [term for pod in (pending.thaw() for pending in view.pending.values())
+             for kind in own_terms(pod["spec"], pod["metadata"].get("namespace", ""))
              for term in kind]
     tracemalloc.start()
     placed = PlacedPods()

@@ -243,10 +243,8 @@ class PlacedPods:
             if shared is None:
                 shared = self._group_keys[key] = key
                 self.group_labels[key] = labels = labels_of[key]
-                for label in self.indexed:
-                    value = labels.get(label)
-                    if value is not None:
-                        self._label_gained((label, value), key)
+                for pair in self._indexed_pairs(labels):
+                    self._label_gained(pair, key)
             kept[shared] = pods
             _add(self.groups, shared, record.name, pods)
         return kept
@@ -256,20 +254,23 @@ class PlacedPods:
             _add(self.groups, key, name, -pods)
             if key not in self.groups:
                 del self._group_keys[key]
-                labels = self.group_labels.pop(key)
-                for label in self.indexed:
-                    value = labels.get(label)
-                    if value is not None:
-                        self._label_lost((label, value), key)
+                for pair in self._indexed_pairs(self.group_labels.pop(key)):
+                    self._label_lost(pair, key)
+
+    def _indexed_pairs(self, labels, keys=None):
+        """The (key, value) pairs of `labels` whose key is in `keys` (those indexed)."""
+        for label in self.indexed if keys is None else keys:
+            value = labels.get(label)
+            if value is not None:
+                yield label, value
 
     def _index(self, label):
         """by_label gains the pairs of `label` from every group there is; the groups that
         come and go keep them from now on."""
         self.indexed.add(label)
         for key, labels in self.group_labels.items():
-            value = labels.get(label)
-            if value is not None:
-                self._label_gained((label, value), key)
+            for pair in self._indexed_pairs(labels, (label,)):
+                self._label_gained(pair, key)
 
     def _label_gained(self, pair, key):
         groups = self.by_label.get(pair)
