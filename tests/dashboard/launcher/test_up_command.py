@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.request import urlopen
 
 import orjson
+import psutil
 import pytest
 import redis
 import requests
@@ -240,12 +241,14 @@ def test_up_restarts_a_killed_owner_and_the_standby_takes_over_and_nothing_outli
         # Frozen first (issue 22): the extender's socket is `up`'s, handed to both owners,
         # so the frozen leader holds no port and the standby's extender answers meanwhile.
         os.kill(killed, signal.SIGSTOP)
-        frozen_at = time.monotonic()
         standby = {"owner-a": "owner-b", "owner-b": "owner-a"}[first]
         try:
             wait_for(lambda: leader() == standby, 10, "the standby leads")
-            wait_for(lambda: filter_answers(extender), 10 - (time.monotonic() - frozen_at),
-                     "the standby's extender answers within 10 s of the freeze")
+            # What matters is that it answers while the old leader is still frozen; how
+            # soon (a decoder forked, a list, a sync) depends on the machine's load.
+            wait_for(lambda: filter_answers(extender), 30,
+                     "the standby's extender answers while the old leader is frozen")
+            assert psutil.Process(killed).status() == psutil.STATUS_STOPPED
         finally:
             os.kill(killed, signal.SIGKILL)    # killed still frozen: the supervisor restarts it
         back = wait_for(lambda: (lambda c: c["restarts"] == 1 and alive(c["pid"]) and c)(
