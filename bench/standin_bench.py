@@ -25,6 +25,7 @@ extender (issue 26's 15-minute runs, where the pending pods piled up).
 """
 import argparse
 import ctypes
+import gc
 import json
 import os
 import resource
@@ -47,7 +48,7 @@ django.setup()
 
 from benchkit import core_api, line, percentile, served_cluster  # noqa: E402
 
-from schedcache import Cache  # noqa: E402
+from schedcache import Cache, podinfo  # noqa: E402
 from scheduling import DefaultAlgorithm  # noqa: E402
 
 from dashboard.kube.client import read_json  # noqa: E402
@@ -84,6 +85,11 @@ def main():
                              "list: 5 GB and minutes at 150,000 pods)")
     parser.add_argument("--loop", type=float, default=0.0, metavar="SECONDS",
                         help="run the stand-in's own loop this long instead of the periods")
+    parser.add_argument("--census", type=int, default=0, metavar="TYPES",
+                        help="with --loop: count the collector's objects by type at the "
+                             "window's start and end and print the types that grew most "
+                             "with what holds a few new ones (a few seconds each; nothing "
+                             "traced meanwhile, the RSS figures then count the census too)")
     parser.add_argument("--trace", type=int, default=0, metavar="LINES",
                         help="with --loop: trace the window's allocations and print the "
                              "lines holding the most at its end (slows the loop)")
@@ -136,6 +142,47 @@ def main():
          f"{peak_rss / 2**20:.0f} MiB")
 
 
+def label_sharing(cache) -> str:
+    """How the placed pods' labels are shared: distinct label dicts held against distinct
+    label sets (a pod with equal labels should hold the same dict: schedcache.podinfo),
+    and the size of the table that shares them."""
+    held = [info.labels for info in map(cache.pod_info, cache.pod_keys())
+            if info is not None and info.labels]
+    objects = {id(labels) for labels in held}
+    sets = {frozenset(labels.items()) for labels in held}
+    return (f"{len(held):,} pods: {len(objects):,} dicts for {len(sets):,} sets; "
+            f"table {len(podinfo._label_sets):,}")
+
+
+def census() -> tuple:
+    """The objects the garbage collector follows (containers: no strings or numbers), by
+    type, and the ids of them all."""
+    counts, ids = {}, set()
+    for obj in gc.get_objects():
+        name = type(obj).__qualname__
+        counts[name] = counts.get(name, 0) + 1
+        ids.add(id(obj))
+    return counts, ids
+
+
+def print_census(start, end, types: int) -> None:
+    """The types that grew most, and of the first two, three new objects each with what
+    holds them."""
+    (start_counts, start_ids), (end_counts, _) = start, end
+    grown = sorted(((end_counts.get(t, 0) - start_counts.get(t, 0), t)
+                    for t in {**start_counts, **end_counts}), reverse=True)
+    print("the collector's objects that grew most over the window (type: start -> end):")
+    for delta, name in grown[:types]:
+        print(f"  {name:40} {start_counts.get(name, 0):>10,} -> {end_counts.get(name, 0):>10,}"
+              f"  ({delta:+,})")
+    for _, name in grown[:2]:
+        new = [o for o in gc.get_objects() if type(o).__qualname__ == name
+               and id(o) not in start_ids][:3]
+        for obj in new:
+            holders = [type(h).__qualname__ for h in gc.get_referrers(obj) if h is not new]
+            print(f"  new {name}: {repr(obj)[:120]}; held by {holders[:4]}")
+
+
 def run_loop(args):
     """The stand-in's own loop for `args.loop` seconds after its first sync."""
     with served_cluster(args.nodes, args.pods, "--churn", str(args.churn),
@@ -170,6 +217,8 @@ def run_loop(args):
                 time.sleep(1.0)   # until the first step that attempted a pod: lists are in
             synced = time.monotonic() - began
             start_pending, start_tally = len(loop.scheduler.view.pending), dict(tally)
+            start_labels = label_sharing(loop.scheduler.view.cache)
+            start_census = census() if args.census else None
             start_rss, start_blocks = psutil.Process().memory_info().rss, sys.getallocatedblocks()
             if args.trace:
                 tracemalloc.start()
@@ -180,6 +229,8 @@ def run_loop(args):
             trimmed_rss = psutil.Process().memory_info().rss
             held = tracemalloc.take_snapshot() if args.trace else None
             tracemalloc.stop()
+            end_labels = label_sharing(loop.scheduler.view.cache)
+            end_census = census() if args.census else None
         finally:
             stop.set()
             thread.join()
@@ -199,6 +250,10 @@ def run_loop(args):
          f"{start_rss / 2**20:.0f} / {end_rss / 2**20:.0f} / {trimmed_rss / 2**20:.0f} MiB")
     line("Python's allocated blocks at the window's start / end",
          f"{start_blocks:,} / {end_blocks:,}")
+    line("placed pods' labels at the window's start", start_labels)
+    line("placed pods' labels at the window's end", end_labels)
+    if start_census is not None:
+        print_census(start_census, end_census, args.census)
     if held is not None:
         stats = held.statistics("lineno")
         print(f"allocated in the window and held at its end: "

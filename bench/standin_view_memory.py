@@ -63,7 +63,7 @@ def main():
              for term in kind]
     tracemalloc.start()
     placed = PlacedPods()
-    placed.refresh(view.algorithm.records, groups=True)
+    placed.refresh(view.algorithm.records, terms=terms)
     for term in terms:
         placed.candidates(term)
     gc.collect()

@@ -94,7 +94,22 @@ def _thaw(workload, own, identity=None, node_name="") -> dict:
 
 
 _label_sets = {}  # hash of a label set -> the one dict shared by every pod carrying that set
-_LABEL_SETS_MAX = 50_000  # then start afresh, so sets of pods long gone are not kept forever
+_label_sets_bound = 50_000  # its size at which the sets no pod holds any more are swept out
+
+
+def _sweep_label_sets():
+    """Drop the sets only the table holds (CPython's reference count: the table's, the
+    loop's and getrefcount's own), and double the bound when most are still held, so that
+    sweeps stay rare however many sets are alive. Not emptied when full: once more sets
+    were alive than it held, pods of one set got a second dict; nor a WeakValueDictionary:
+    its reference a set cost the stand-in 63 B a pod (bench/standin_view_memory.py)."""
+    global _label_sets_bound
+    for digest in list(_label_sets):       # a copy: other threads may add sets meanwhile
+        labels = _label_sets.get(digest)
+        if labels is not None and sys.getrefcount(labels) <= 3:
+            _label_sets.pop(digest, None)
+    if len(_label_sets) > _label_sets_bound // 2:
+        _label_sets_bound *= 2
 
 
 def _shared_labels(pairs):
@@ -112,13 +127,15 @@ def _shared_labels(pairs):
         return shared
     labels = {_intern(k): _intern(v) for k, v in pairs}
     if shared is None:
-        if len(_label_sets) >= _LABEL_SETS_MAX:
-            _label_sets.clear()
+        if len(_label_sets) >= _label_sets_bound:
+            _sweep_label_sets()
         _label_sets[digest] = labels
     return labels
 
 
 _frozen_sets = {}  # frozen bytes -> the one object shared by every pod freezing the same
+_SHARED_MAX = 50_000  # entries of the tables below; then start afresh, so that those of pods
+                      # long gone are not kept forever
 
 
 def _shared_bytes(frozen):
@@ -128,7 +145,7 @@ def _shared_bytes(frozen):
         return None
     shared = _frozen_sets.get(frozen)
     if shared is None:
-        if len(_frozen_sets) >= _LABEL_SETS_MAX:
+        if len(_frozen_sets) >= _SHARED_MAX:
             _frozen_sets.clear()
         shared = _frozen_sets[frozen] = frozen
     return shared
@@ -269,7 +286,7 @@ _unpacked_resources = {}  # packed requests -> one shared Resource (never change
 def _unpack_resource(packed) -> Resource:
     shared = _unpacked_resources.get(packed)
     if shared is None:
-        if len(_unpacked_resources) >= _LABEL_SETS_MAX:
+        if len(_unpacked_resources) >= _SHARED_MAX:
             _unpacked_resources.clear()
         milli_cpu, memory, ephemeral, pods, scalars = packed
         shared = _unpacked_resources[packed] = Resource(milli_cpu, memory, ephemeral, pods,

@@ -527,5 +527,5 @@ class Diagnoser:
         records = self.live.refresh()
         metadata, spec = pod.get("metadata") or {}, pod.get("spec") or {}
         affinity, anti_affinity = own_terms(spec, metadata.get("namespace") or "")
-        self.placed.refresh(records, groups=bool(affinity or anti_affinity))
+        self.placed.refresh(records, terms=affinity + anti_affinity)
         return Diagnosis(pod, records, self.placed, self.claims, self.memos)

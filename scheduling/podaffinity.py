@@ -54,7 +54,7 @@ def compile_label_selector(selector):
 class Term:
     """One required PodAffinityTerm, compiled for the pod that carries it."""
 
-    __slots__ = ("topology_key", "namespaces", "selects", "lookup")
+    __slots__ = ("topology_key", "namespaces", "selects", "lookup", "keys")
 
     def __init__(self, term, owner_namespace):
         self.topology_key = term.get("topologyKey") or ""
@@ -70,10 +70,20 @@ class Term:
         selector = term.get("labelSelector")
         self.selects = compile_label_selector(selector)
         self.lookup = _lookup(selector)
+        self.keys = _selector_keys(selector)
 
     def matches(self, namespace, labels) -> bool:
         return ((self.namespaces is None or namespace in self.namespaces)
                 and self.selects(labels or {}))
+
+
+def _selector_keys(selector) -> frozenset:
+    """The label keys a selector reads: whatever else a pod carries cannot change whether
+    it is selected."""
+    if not selector:
+        return frozenset()
+    return frozenset((*(selector.get("matchLabels") or {}),
+                      *((e.get("key") or "") for e in selector.get("matchExpressions") or ())))
 
 
 def _lookup(selector):
@@ -144,21 +154,21 @@ def _add(table, key, name, delta):
             del table[key]
 
 
-_NO_LABELS = {}   # the labels of every pod without any: one group key a namespace
-
-
 class PlacedPods:
     """What inter-pod affinity reads of the placed pods, kept node by node: a node's pods
     are read again only when its generation moved, so a diagnosis does not walk every
     pod of the cluster (bench/diagnosis_bench.py).
 
     `anti`: a placed pod's required anti-affinity Term -> {node: pods carrying it}, kept
-    always (any pod may be refused by it). `groups`: (namespace, id of the labels) -> {node:
-    pods}, kept from the first pod with affinity terms on (`refresh(groups=True)`).
-    `by_label` holds the pairs of the label keys some term has looked up (`indexed`),
-    each from the first such lookup on: most of a pod's labels (its zone, region,
-    pod-template-hash) are named by no term, and indexing every pair cost 0.1 kB a placed
-    pod at 5,000 nodes / 150,000 pods (bench/README.md)."""
+    always (any pod may be refused by it). `groups`: the placed pods alike in namespace and
+    in the labels of the keys some term has read (`named`), as (namespace, frozenset of
+    those pairs) -> {node: pods}, kept from the first pod with affinity terms on
+    (`refresh(terms=...)`): no term can tell the pods of a group apart, and labels no term
+    reads (a pod-template-hash, a label each pod of a StatefulSet or a relabelled pod
+    carries alone) would otherwise make a group of nearly every pod. A term reading a key
+    not yet named splits them: the groups are read again from every node. `by_label` holds
+    the pairs of the label keys some term has looked up (`indexed`), each from the first
+    such lookup on."""
 
     def __init__(self):
         self.anti = {}
@@ -168,6 +178,7 @@ class PlacedPods:
                                  # key, or {group key: None} when more than one (most pairs
                                  # have one group: a dict each cost a placed pod 0.3 kB)
         self.indexed = set()     # the label keys whose pairs by_label holds
+        self.named = frozenset()  # the label keys some term has read: groups are alike in them
         self._anti_nodes = {}    # node -> (generation, its Terms)
         self._group_nodes = {}   # node -> (generation, {its group keys: pods})
         self._group_keys = {}    # group key -> the one equal key object the tables share
@@ -175,12 +186,21 @@ class PlacedPods:
         # not moved needs no pass over its nodes
         self._anti_at = self._groups_at = None
 
-    def refresh(self, records, groups=False):
+    def refresh(self, records, terms=()):
+        """Brought to `records`; the groups too when `terms` (the pending pod's own inter-pod
+        terms) has any, alike in every key a term has read so far."""
         at = (records, records.generation)
         if self._anti_at != at:
             self._follow(records, self._anti_nodes, self._read_terms, self._unread_terms)
             self._anti_at = at
-        if groups and self._groups_at != at:
+        if not terms:
+            return
+        named = self.named.union(*(term.keys for term in terms))
+        if named != self.named:
+            self.named = named
+            self.groups, self.group_labels, self.by_label = {}, {}, {}
+            self._group_nodes, self._group_keys, self._groups_at = {}, {}, None
+        if self._groups_at != at:
             self._follow(records, self._group_nodes, self._read_groups, self._unread_groups)
             self._groups_at = at
 
@@ -228,21 +248,25 @@ class PlacedPods:
 
     def _read_groups(self, record) -> dict:
         """The node's groups, each with its pods. Pods with equal labels share one labels
-        dict (schedcache.podinfo), so a group is keyed by its namespace and that dict's id,
-        the dict held in `group_labels` while the group lives (no other can take its id):
-        no key is kept a pod, no copy of labels a group."""
-        counts, labels_of = {}, {}
+        dict (schedcache.podinfo): its named pairs are picked once per dict and namespace.
+        The key of a group is one object however many nodes hold it; `group_labels` holds
+        its named pairs as labels, for the terms to match."""
+        counts, keys_of, named = {}, {}, self.named
         for info in record.info.pods:
-            labels = info.labels or _NO_LABELS
-            key = (info.namespace, id(labels))
+            labels = info.labels
+            seen = (info.namespace, id(labels))
+            key = keys_of.get(seen)
+            if key is None:
+                pairs = (frozenset(p for p in labels.items() if p[0] in named) if labels
+                         else frozenset())
+                key = keys_of[seen] = (info.namespace, pairs)
             counts[key] = counts.get(key, 0) + 1
-            labels_of[key] = labels
         kept = {}
         for key, pods in counts.items():
             shared = self._group_keys.get(key)
             if shared is None:
                 shared = self._group_keys[key] = key
-                self.group_labels[key] = labels = labels_of[key]
+                self.group_labels[key] = labels = dict(key[1])
                 for pair in self._indexed_pairs(labels):
                     self._label_gained(pair, key)
             kept[shared] = pods

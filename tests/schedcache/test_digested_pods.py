@@ -62,6 +62,26 @@ def test_pods_with_one_label_set_share_one_dict_the_table_keeps_by_hash(monkeypa
     assert labels == {"app": "db", "tier": "front"} and labels is not planted
 
 
+def test_sets_no_pod_holds_are_swept_out_and_the_living_keep_their_one_dict(monkeypatch):
+    """However many sets come and go (pods relabelled one by one carry one each), the table
+    holds at most its bound, and a set some pod holds keeps its one dict; while more sets
+    are alive than the bound allows, none is dropped: the bound grows."""
+    from schedcache import podinfo
+    monkeypatch.setattr(podinfo, "_label_sets", {})
+    monkeypatch.setattr(podinfo, "_label_sets_bound", 4)
+    kept = make_pod_info(rich_pod("kept"))
+    for n in range(200):
+        relabelled = make_pod_info(rich_pod(f"p{n}", app=f"churn-{n}"))
+        assert len(podinfo._label_sets) <= 4
+        del relabelled
+    assert kept.labels in podinfo._label_sets.values() and podinfo._label_sets_bound == 4
+    assert make_pod_info(rich_pod("again")).labels is kept.labels
+    alive = [make_pod_info(rich_pod(f"a{n}", app=f"alive-{n}")) for n in range(20)]
+    assert podinfo._label_sets_bound == 32
+    assert all(make_pod_info(rich_pod(f"b{n}", app=f"alive-{n}")).labels is info.labels
+               for n, info in enumerate(alive))
+
+
 def nodes_view(cache):
     return {name: (info.requested, info.non_zero_requested, len(info.pods),
                    len(info.used_ports), dict(info.pvc_ref_counts),

@@ -10,6 +10,7 @@ import pytest
 
 from schedcache import Cache
 from scheduling import diagnosis as dx
+from scheduling import podaffinity as pa
 from simcluster.generate import make_node, make_pod
 from tests.scheduling import why_pending as why
 from tests.scheduling.why_pending import BY_NAME, CASES, PRIORITIES
@@ -307,23 +308,26 @@ def test_the_memo_keeps_the_latest_shapes_only():
 
 
 def test_the_placed_pods_groups_share_one_key_and_count_pods_node_by_node():
-    """Equal pods (namespace and labels) are one group, whose key is one object however
-    many pods and nodes carry it, counted per node; the group goes with its last pod."""
+    """Pods alike in namespace and in the labels terms read are one group, whatever else
+    they carry (a pod-template-hash each, here), whose key is one object however many pods
+    and nodes carry it, counted per node; the group goes with its last pod."""
     cache, diagnoser = _cluster()
-    web = [make_pod(f"web-{i}", namespace="why", node_name=node, labels={"app": "shop"},
+    web = [make_pod(f"web-{i}", namespace="why", node_name=node,
+                    labels={"role": "shop", "pod-template-hash": f"h{i}"},
                     requests={"cpu": "10m"}, uid=f"uid-web-{i}")
            for i, node in enumerate(["small-0", "small-0", "small-1"])]
     for pod in web:
         cache.add_pod(pod)
-    pod = why.pending(BY_NAME["pod-affinity"])       # affinity terms: the groups are read
+    pod = why.pending(BY_NAME["pod-affinity"])  # its one term reads "role": groups are read
     diagnoser.diagnose(pod)
     placed = diagnoser.placed
-    [key] = [key for key, labels in placed.group_labels.items() if labels.get("app") == "shop"]
+    assert placed.named == {"role"}
+    [key] = [key for key, labels in placed.group_labels.items() if labels.get("role") == "shop"]
+    assert placed.group_labels[key] == {"role": "shop"}
     assert placed.groups[key] == {"small-0": 2, "small-1": 1}
     keys = [k for node in ("small-0", "small-1") for k in placed._group_nodes[node][1]
             if k == key]
     assert len(keys) == 2 and keys[0] is keys[1]
-    assert placed.group_labels[key] is cache.pod_info("uid-web-2").labels   # not a copy
     for placed_pod in web[:2]:
         cache.remove_pod(placed_pod)
     diagnoser.diagnose(pod)
@@ -331,42 +335,50 @@ def test_the_placed_pods_groups_share_one_key_and_count_pods_node_by_node():
     cache.remove_pod(web[2])
     diagnoser.diagnose(pod)
     assert key not in placed.groups and key not in placed.group_labels
-    assert ("app", "shop") not in placed.by_label
+    assert ("role", "shop") not in placed.by_label
 
 
-def test_a_label_pair_names_its_one_group_alone_and_several_in_a_table():
-    """by_label keeps the one group with a pair as its key, a table from the second on, and
-    the key alone again when one is left; candidates() finds the groups either way. It
-    keeps the pairs of a label key from the first term that looks the key up on."""
+def test_a_term_reading_a_new_key_splits_the_groups_and_pairs_name_one_group_or_a_table():
+    """Two pods alike in "role" are one group while terms read "role" only; a pending pod
+    whose terms read "track" too splits them. by_label keeps the one group with a pair as
+    its key, a table from the second on, and the key alone again when one is left;
+    candidates() finds the groups either way."""
     cache, diagnoser = _cluster()
-    shop = make_pod("shop-0", namespace="why", node_name="small-0", labels={"app": "shop"},
+    shop = make_pod("shop-0", namespace="why", node_name="small-0", labels={"role": "shop"},
                     requests={"cpu": "10m"}, uid="uid-shop-0")
     canary = make_pod("shop-1", namespace="why", node_name="small-1",
-                      labels={"app": "shop", "track": "canary"}, requests={"cpu": "10m"},
+                      labels={"role": "shop", "track": "canary"}, requests={"cpu": "10m"},
                       uid="uid-shop-1")
-    pod = why.pending(BY_NAME["pod-affinity"])       # affinity terms: the groups are read
-    placed = diagnoser.placed
-    term = type("Term", (), {"lookup": ("app", ("shop",))})()
-    groups = {}
     for placed_pod in (shop, canary):
         cache.add_pod(placed_pod)
-        diagnoser.diagnose(pod)
-        [groups[placed_pod["metadata"]["uid"]]] = [
-            key for key, labels in placed.group_labels.items()
-            if labels == placed_pod["metadata"]["labels"]]
-        if placed_pod is shop:
-            assert placed.candidates(term) == [groups["uid-shop-0"]]
-            assert placed.by_label[("app", "shop")] is groups["uid-shop-0"]
-    assert placed.by_label[("app", "shop")] == dict.fromkeys(groups.values())
-    assert sorted(placed.candidates(term)) == sorted(groups.values())
-    assert ("track", "canary") not in placed.by_label      # no term has named "track"
-    track = type("Term", (), {"lookup": ("track", ("canary",))})()
-    assert placed.candidates(track) == [groups["uid-shop-1"]]
-    assert placed.by_label[("track", "canary")] is groups["uid-shop-1"]
+    role = pa.Term({"labelSelector": {"matchLabels": {"role": "shop"}},
+                    "topologyKey": "kubernetes.io/hostname"}, "why")
+    track = pa.Term({"labelSelector": {"matchExpressions": [
+        {"key": "track", "operator": "In", "values": ["canary"]}]},
+        "topologyKey": "kubernetes.io/hostname"}, "why")
+    pod = why.pending(BY_NAME["pod-affinity"])       # reads "role"
+    diagnoser.diagnose(pod)
+    placed = diagnoser.placed
+    [both] = placed.candidates(role)
+    assert placed.groups[both] == {"small-0": 1, "small-1": 1}
+    assert placed.by_label[("role", "shop")] is both
+    assert placed.candidates(track) == []             # "track" not named: no group has it
+    pod["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]\
+        .append({"labelSelector": {"matchLabels": {"track": "canary"}},
+                 "topologyKey": "kubernetes.io/hostname"})
+    diagnoser.diagnose(pod)
+    assert placed.named == {"role", "track"}
+    groups = {frozenset(labels.items()): key for key, labels in placed.group_labels.items()}
+    plain = groups[frozenset({("role", "shop")})]
+    split = groups[frozenset({("role", "shop"), ("track", "canary")})]
+    assert placed.by_label[("role", "shop")] == {plain: None, split: None}
+    assert sorted(placed.candidates(role)) == sorted([plain, split])
+    assert placed.candidates(track) == [split]
+    assert placed.by_label[("track", "canary")] is split
     cache.remove_pod(shop)
     diagnoser.diagnose(pod)
-    assert placed.by_label[("app", "shop")] is groups["uid-shop-1"]
-    assert placed.candidates(term) == [groups["uid-shop-1"]]
+    assert placed.by_label[("role", "shop")] is split
+    assert placed.candidates(role) == [split]
     cache.remove_pod(canary)
     diagnoser.diagnose(pod)
-    assert ("app", "shop") not in placed.by_label and ("track", "canary") not in placed.by_label
+    assert ("role", "shop") not in placed.by_label and ("track", "canary") not in placed.by_label
