@@ -161,8 +161,8 @@ class PlacedPods:
 
     `anti`: a placed pod's required anti-affinity Term -> {node: pods carrying it}, kept
     always (any pod may be refused by it). `groups`: the placed pods alike in namespace and
-    in the labels of the keys some term has read (`named`), as (namespace, frozenset of
-    those pairs) -> {node: pods}, kept from the first pod with affinity terms on
+    in the labels of the keys some term has read (`named`), as (namespace, the values of
+    those keys in `named` order, None where a pod has none) -> {node: pods}, kept from the first pod with affinity terms on
     (`refresh(terms=...)`): no term can tell the pods of a group apart, and labels no term
     reads (a pod-template-hash, a label each pod of a StatefulSet or a relabelled pod
     carries alone) would otherwise make a group of nearly every pod. A term reading a key
@@ -178,7 +178,8 @@ class PlacedPods:
                                  # key, or {group key: None} when more than one (most pairs
                                  # have one group: a dict each cost a placed pod 0.3 kB)
         self.indexed = set()     # the label keys whose pairs by_label holds
-        self.named = frozenset()  # the label keys some term has read: groups are alike in them
+        self.named = ()          # the label keys some term has read (sorted): groups are
+                                 # alike in them
         self._anti_nodes = {}    # node -> (generation, its Terms)
         self._group_nodes = {}   # node -> (generation, {its group keys: pods})
         self._group_keys = {}    # group key -> the one equal key object the tables share
@@ -195,7 +196,7 @@ class PlacedPods:
             self._anti_at = at
         if not terms:
             return
-        named = self.named.union(*(term.keys for term in terms))
+        named = tuple(sorted(set(self.named).union(*(term.keys for term in terms))))
         if named != self.named:
             self.named = named
             self.groups, self.group_labels, self.by_label = {}, {}, {}
@@ -248,25 +249,26 @@ class PlacedPods:
 
     def _read_groups(self, record) -> dict:
         """The node's groups, each with its pods. Pods with equal labels share one labels
-        dict (schedcache.podinfo): its named pairs are picked once per dict and namespace.
+        dict (schedcache.podinfo): its named values are picked once per dict and namespace.
         The key of a group is one object however many nodes hold it; `group_labels` holds
         its named pairs as labels, for the terms to match."""
         counts, keys_of, named = {}, {}, self.named
+        unlabelled = (None,) * len(named)
         for info in record.info.pods:
             labels = info.labels
             seen = (info.namespace, id(labels))
             key = keys_of.get(seen)
             if key is None:
-                pairs = (frozenset(p for p in labels.items() if p[0] in named) if labels
-                         else frozenset())
-                key = keys_of[seen] = (info.namespace, pairs)
+                key = keys_of[seen] = (info.namespace, tuple(map(labels.get, named))
+                                       if labels else unlabelled)
             counts[key] = counts.get(key, 0) + 1
         kept = {}
         for key, pods in counts.items():
             shared = self._group_keys.get(key)
             if shared is None:
                 shared = self._group_keys[key] = key
-                self.group_labels[key] = labels = dict(key[1])
+                self.group_labels[key] = labels = {
+                    k: v for k, v in zip(self.named, key[1]) if v is not None}
                 for pair in self._indexed_pairs(labels):
                     self._label_gained(pair, key)
             kept[shared] = pods
