@@ -162,11 +162,12 @@ class PlacedPods:
     `anti`: a placed pod's required anti-affinity Term -> {node: pods carrying it}, kept
     always (any pod may be refused by it). `groups`: the placed pods alike in namespace and
     in the labels of the keys some term has read (`named`), as (namespace, the values of
-    those keys in `named` order, None where a pod has none) -> {node: pods}, kept from the first pod with affinity terms on
-    (`refresh(terms=...)`): no term can tell the pods of a group apart, and labels no term
-    reads (a pod-template-hash, a label each pod of a StatefulSet or a relabelled pod
-    carries alone) would otherwise make a group of nearly every pod. A term reading a key
-    not yet named splits them: the groups are read again from every node. `by_label` holds
+    those keys in `named` order, None where a pod has none) -> {node: pods}, kept from the
+    first pod with affinity terms on (`refresh(terms=...)`): no term can tell the pods of a
+    group apart, and labels no term reads (a pod-template-hash, a label each pod of a
+    StatefulSet or a relabelled pod carries alone) would otherwise make a group of nearly
+    every pod. A term reading a key not yet named splits them: the groups are read again
+    from every node. `by_label` holds
     the pairs of the label keys some term has looked up (`indexed`), each from the first
     such lookup on."""
 
