@@ -167,14 +167,13 @@ class PlacedPods:
     group apart, and labels no term reads (a pod-template-hash, a label each pod of a
     StatefulSet or a relabelled pod carries alone) would otherwise make a group of nearly
     every pod. A term reading a key not yet named splits them: the groups are read again
-    from every node. `by_label` holds
-    the pairs of the label keys some term has looked up (`indexed`), each from the first
-    such lookup on."""
+    from every node. `by_label` holds the pairs of the label keys some term has looked up
+    (`indexed`), each from the first such lookup on."""
 
     def __init__(self):
         self.anti = {}
         self.groups = {}
-        self.group_labels = {}   # group key -> its pods' labels (the dict they share)
+        self.group_labels = {}   # group key -> its pods' labels of the named keys
         self.by_label = {}       # (label key, value) -> the groups with it: the one group's
                                  # key, or {group key: None} when more than one (most pairs
                                  # have one group: a dict each cost a placed pod 0.3 kB)
@@ -269,7 +268,7 @@ class PlacedPods:
             if shared is None:
                 shared = self._group_keys[key] = key
                 self.group_labels[key] = labels = {
-                    k: v for k, v in zip(self.named, key[1]) if v is not None}
+                    k: v for k, v in zip(named, key[1]) if v is not None}
                 for pair in self._indexed_pairs(labels):
                     self._label_gained(pair, key)
             kept[shared] = pods
