@@ -30,6 +30,7 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import threading
 import time
 import tracemalloc
@@ -154,6 +155,30 @@ def label_sharing(cache) -> str:
             f"table {len(podinfo._label_sets):,}")
 
 
+def pymalloc() -> str:
+    """pymalloc's arenas against the bytes its blocks hold (sys._debugmallocstats, which
+    writes to the C stderr): what the arenas hold beyond the blocks is free memory kept
+    inside the process, not live objects."""
+    with tempfile.TemporaryFile() as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(out.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        stats = {}
+        for text in out.read().decode().splitlines():
+            name, _, value = text.partition("=")
+            if text.startswith("# ") and value:
+                stats.setdefault(name[2:].strip(), int(value.strip().replace(",", "")))
+    return (f"{stats['arenas allocated current']:,} arenas of 1 MiB, "
+            f"{stats['bytes in allocated blocks'] / 2**20:,.0f} MiB in blocks, "
+            f"{stats['bytes in available blocks'] / 2**20:,.0f} MiB free in pools")
+
+
 def census() -> tuple:
     """The objects the garbage collector follows (containers: no strings or numbers), by
     type, and the ids of them all."""
@@ -220,11 +245,13 @@ def run_loop(args):
             start_labels = label_sharing(loop.scheduler.view.cache)
             start_census = census() if args.census else None
             start_rss, start_blocks = psutil.Process().memory_info().rss, sys.getallocatedblocks()
+            start_pymalloc = pymalloc()
             if args.trace:
                 tracemalloc.start()
             time.sleep(args.loop)
             end_pending = len(loop.scheduler.view.pending)
             end_rss, end_blocks = psutil.Process().memory_info().rss, sys.getallocatedblocks()
+            end_pymalloc = pymalloc()
             ctypes.CDLL("libc.so.6").malloc_trim(0)
             trimmed_rss = psutil.Process().memory_info().rss
             held = tracemalloc.take_snapshot() if args.trace else None
@@ -250,6 +277,8 @@ def run_loop(args):
          f"{start_rss / 2**20:.0f} / {end_rss / 2**20:.0f} / {trimmed_rss / 2**20:.0f} MiB")
     line("Python's allocated blocks at the window's start / end",
          f"{start_blocks:,} / {end_blocks:,}")
+    line("pymalloc at the window's start", start_pymalloc)
+    line("pymalloc at the window's end", end_pymalloc)
     line("placed pods' labels at the window's start", start_labels)
     line("placed pods' labels at the window's end", end_labels)
     if start_census is not None:

@@ -55,8 +55,12 @@ def _pick_containers(containers):
     return tuple(tuple(map(c.get, CONTAINER_FIELDS)) for c in containers) if containers else None
 
 
-def _freeze(kind, api_version, metadata, spec, status) -> tuple:
-    """(what the pod's workload shares, what the pod has of its own), as marshal bytes."""
+_NOTHING_OWN = marshal.dumps((None, None, None), 2)   # no timestamps, no status
+
+
+def _freeze(kind, api_version, metadata, spec, status, with_own=True) -> tuple:
+    """(what the pod's workload shares, what the pod has of its own), as marshal bytes;
+    without `with_own`, nothing of its own (one shared object)."""
     spec_values = list(map(spec.get, SPEC_FIELDS))
     if spec_values[-1] is not None:
         spec_values[-1] = _claim_volumes(spec_values[-1]) or None
@@ -64,6 +68,8 @@ def _freeze(kind, api_version, metadata, spec, status) -> tuple:
                               metadata.get("ownerReferences"), tuple(spec_values),
                               _pick_containers(spec.get("containers")),
                               _pick_containers(spec.get("initContainers"))), 2)
+    if not with_own:
+        return workload, _NOTHING_OWN
     own = marshal.dumps((metadata.get("creationTimestamp"), metadata.get("deletionTimestamp"),
                          _pick_status(status) if status else None), 2)
     return workload, own
@@ -221,9 +227,10 @@ def _inter_pod_terms(affinity) -> bool:
 def make_pod_info(pod, mapping: bool = True) -> PodInfo:
     """Validate and digest a pod; CacheError (and nothing built) for one the cache can't hold.
     `mapping=False`: keep the frozen Mapping only of a pod with inter-pod affinity terms
-    (the one part of a placed pod a filter reads: scheduling.podaffinity), for a holder of
-    many pods that serves them to nobody (kube-scheduler's stand-in: 0.4 kB a pod); the
-    others are not frozen at all."""
+    (the one part of a placed pod a filter reads: scheduling.podaffinity), and of it only
+    what its workload shares (the spec: its terms; not its timestamps and status), for a
+    holder of many pods that serves them to nobody (kube-scheduler's stand-in: 0.4 kB a
+    pod); the others are not frozen at all."""
     key = pod_key(pod)
     metadata = pod["metadata"]
     try:
@@ -233,7 +240,7 @@ def make_pod_info(pod, mapping: bool = True) -> PodInfo:
         requested, non_zero = pod_requests(spec)
         affinity = spec.get("affinity")
         workload, frozen = (_freeze(pod.get("kind"), pod.get("apiVersion"), metadata, spec,
-                                    pod.get("status"))
+                                    pod.get("status"), with_own=mapping)
                             if mapping or _inter_pod_terms(affinity) else (None, None))
         labels = metadata.get("labels")
         labels = _shared_labels(labels.items()) if labels else None

@@ -150,17 +150,21 @@ def pod_requests(spec) -> tuple:
     `restartPolicy: Always`) keep running, so they add to the containers' sum
     and to every init container that starts after them. non_zero_requested
     tracks only cpu and memory, counting a missing request as 100m / 200Mi.
+    Memoised by the spec's requests (replicas repeat them), init containers and
+    overhead included: each pod of a workload with sidecars got Resources of its
+    own, 120 B a pod in kube-scheduler's stand-in (bench/standin_view_memory.py).
     """
-    containers = spec.get("containers") or ()
-    if not spec.get("initContainers") and not spec.get("overhead"):
-        key = tuple(map(_requests_key, containers))
-        known = _known_pods.get(key)
-        if known is None:
-            known = _sum_containers(containers)
-            if len(_known_pods) < 65536:
-                _known_pods[key] = known
-        return known
-    return _sum_containers(containers, spec.get("initContainers"), spec.get("overhead"))
+    containers, init_containers = spec.get("containers") or (), spec.get("initContainers")
+    overhead = spec.get("overhead")
+    key = (tuple(map(_requests_key, containers)),
+           tuple((_requests_key(c), c.get("restartPolicy")) for c in init_containers or ()),
+           tuple(overhead.items()) if overhead else ())
+    known = _known_pods.get(key)
+    if known is None:
+        known = _sum_containers(containers, init_containers, overhead)
+        if len(_known_pods) < 65536:
+            _known_pods[key] = known
+    return known
 
 
 def _requests_key(container):
@@ -169,7 +173,7 @@ def _requests_key(container):
     return tuple(requests.items()) if requests else ()
 
 
-_known_pods = {}  # containers' request sets -> (requested, non_zero_requested)
+_known_pods = {}  # the spec's request sets (see pod_requests) -> (requested, non_zero_requested)
 
 
 def _sum_containers(containers, init_containers=None, overhead=None) -> tuple:

@@ -190,15 +190,19 @@ def test_replicas_share_their_workload_and_keep_their_own_status():
 def test_a_pod_info_made_without_its_mapping_keeps_it_only_for_inter_pod_affinity(affinity,
                                                                                   kept):
     """kube-scheduler's stand-in holds every placed pod and reads the Mapping of those with
-    inter-pod affinity terms only (scheduling.podaffinity): the rest keep their digest."""
+    inter-pod affinity terms only (scheduling.podaffinity), their terms only: the rest
+    keep their digest."""
     pod = b.pod("web", "node-1", cpu="250m", ports=[b.port(8080)], labels={"app": "web"},
                 affinity=affinity, pvcs=["data"])
     whole, lean = make_pod_info(pod), make_pod_info(pod, mapping=False)
     assert [getattr(lean, slot) for slot in SLOTS] == [getattr(whole, slot) for slot in SLOTS]
     assert (lean.requested, lean.non_zero_requested) == (whole.requested,
                                                          whole.non_zero_requested)
-    if kept:
-        assert lean.pod == whole.pod
+    if kept:        # its workload's part: the spec and its terms; not its status
+        assert lean.pod["spec"] == whole.pod["spec"]
+        assert whole.pod["status"] == {"phase": "Pending"} and "status" not in lean.pod
+        assert make_pod_info(dict(pod, status={"phase": "Running"}), mapping=False)._frozen \
+            is lean._frozen
     else:
         assert lean._frozen is None and lean._workload is None
         assert lean.pod == {"metadata": {"name": "web", "namespace": "default",

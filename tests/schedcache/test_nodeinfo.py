@@ -5,6 +5,7 @@ image states, generations, nodes removed while pods remain."""
 import pytest
 
 from schedcache import Cache, CacheError
+from schedcache.podinfo import make_pod_info
 
 import tests.schedcache.builders as b
 import tests.schedcache.reference as ref
@@ -180,6 +181,38 @@ def test_update_replaces_the_requests():
     cache.update_pod(p1, p2)
     _check_requests(cache.dump().nodes[N1], (700, 500, 0, {}), (700, 500))
 
+
+
+def _sidecar(name, **requests):
+    return dict(c(name, **requests), restartPolicy="Always")
+
+
+# two pods as (containers, init containers, overhead), whether their requests are one object
+# (pod_requests memoises a spec's requests, init containers and overhead included), and
+# the cpu each requests (m)
+SHARING_CASES = [
+    ("replicas with an init container", ([c(cpu="100m")], [c("i", cpu="1")], None),
+     ([c(cpu="100m")], [c("i", cpu="1")], None), True, (1000, 1000)),
+    ("replicas with overhead", ([c(cpu="100m")], None, {"cpu": "10m"}),
+     ([c(cpu="100m")], None, {"cpu": "10m"}), True, (110, 110)),
+    ("the init container a sidecar in one", ([c(cpu="100m")], [c("i", cpu="1")], None),
+     ([c(cpu="100m")], [_sidecar("i", cpu="1")], None), False, (1000, 1100)),
+    ("a third container against overhead", ([c(), c(), c(cpu="1")], None, None),
+     ([], None, {"cpu": "1"}), False, (1000, 1000)),
+    ("an init container against a second container", ([c(cpu="1")], [c("i", cpu="1")], None),
+     ([c(cpu="1"), c("i", cpu="1")], None, None), False, (1000, 2000)),
+]
+
+
+@pytest.mark.parametrize("first,second,shared,cpu", [t[1:] for t in SHARING_CASES],
+                         ids=[t[0] for t in SHARING_CASES])
+def test_pods_asking_alike_share_one_requests_object(first, second, shared, cpu):
+    """Pods asking the same share their Resources (replicas with sidecars each had two of
+    their own), and pods asking differently never get each other's."""
+    a, b_ = map(make_pod_info, _pods_for([first, second]))
+    assert (a.requested is b_.requested) == shared
+    assert (a.non_zero_requested is b_.non_zero_requested) == shared
+    assert (a.requested.milli_cpu, b_.requested.milli_cpu) == cpu
 
 # ----------------------------------------------------------------- allocatable
 
