@@ -80,6 +80,18 @@ def test_nodes_deleted_with_pods_left_are_marked(viewer_client):
     assert "1 deleted with pods left</span>" in html
 
 
+
+def test_the_zone_picker_offers_each_zone_with_node_rows_once(viewer_client):
+    """Read off the zones' totals (kept by triggers): a zone with rows in and out of the
+    tree is offered once, one whose rows are all gone not at all."""
+    node("b1", "region-1/zone-b")
+    node("b2", "region-1/zone-b", -1, has_node=False, pods=1)
+    node("a1", "region-1/zone-a")
+    node("c1", "region-1/zone-c").delete()
+    response, html = get(viewer_client, "/nodes/")
+    assert response.context["zones"] == ["region-1/zone-a", "region-1/zone-b"]
+    assert html.count('<option value="region-1/zone-b"') == 1
+
 def test_nodes_are_paged_and_the_socket_knows_the_page(viewer_client, monkeypatch):
     monkeypatch.setattr(read_model, "NODES_PER_PAGE", 2)
     for name in ["n3", "n1", "n2"]:
