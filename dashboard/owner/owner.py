@@ -229,8 +229,9 @@ class CacheOwner:
                 {"at": utc(self.clock()), "generation": self.snapshot.generation,
                  "cache_generation": self.cache.generation, "changed_nodes": changed[:500]})
 
-    def flush(self) -> int:
-        """Hand the changes since the last flush to the writer and the publisher."""
+    def flush(self, calling: bool = False) -> int:
+        """Hand the changes since the last flush to the writer and the publisher;
+        `calling`: kube-scheduler is calling (the sweep of pending reasons yields to it)."""
         events, bind_seconds, batch = self.journal.take()
         replays = self.replay_notes.take()
         seq_base = self.journal.seq_base
@@ -254,7 +255,7 @@ class CacheOwner:
         if not self._pruned and all(self.synced.values()) and not self.rows.backlog():
             batch.prune_epoch, self._pruned = self.rows.epoch, True
         now = self.clock()
-        self.pending_reasons.step(now, self.feed_lag.seconds(now))
+        self.pending_reasons.step(now, self.feed_lag.seconds(now), calling)
         status = self.status()
         self.feed_lag.new_window()
         self.metrics.record_flush(events, status, batch.comparer_runs, bind_seconds)

@@ -7,7 +7,12 @@ flush, and pods with the same scheduling constraints share one diagnosis per swe
 workload's replicas differ only in name). Until the first sweep ends nothing is counted.
 The feed comes first: while it is more than BEHIND seconds behind, the sweep waits (at
 1,000 events a second a sweep of 50,000 pending pods took more of the owner's thread than
-applying the feed did, and the feed never caught up: issue 26).
+applying the feed did, and the feed never caught up: issue 26). kube-scheduler comes
+first too: while it is calling, the sweep takes at most CALLING_SHARE of the owner's
+thread (a step that spent t seconds waits t * (1 / CALLING_SHARE - 1) before the next),
+since a step diagnoses one pod at least and one diagnosis at 20,000 nodes is a tenth of
+a second or more, which every filter and bind queued behind it waited: the stand-in
+bound about 2 pods a second there, each waiting for two answers (issue 26).
 
 A pod's first reason is the one most nodes give (the diagnosis's largest group), or
 FITS when some node takes it now. Each reason keeps the summary of the first pod the sweep
@@ -20,6 +25,7 @@ import time
 PERIOD = 30.0     # seconds between the starts of two sweeps
 BUDGET = 0.02     # seconds of the owner's thread a flush may spend on a sweep
 BEHIND = 1.0      # seconds of feed lag past which the sweep waits
+CALLING_SHARE = 0.2   # of the owner's thread the sweep may take while kube-scheduler calls
 FITS = "fits a node now"
 
 # What decides where a pod may go (the rest of a pod, its name and uid, does not).
@@ -61,12 +67,14 @@ class PendingReasons:
         self._sweep = {}          # reason -> pods, so far
         self._shared = {}         # signature -> reason, this sweep's
         self._next = 0.0
+        self._resume = 0.0        # while kube-scheduler calls, no step before this time
         self.sweeps = 0           # complete sweeps so far (the pages' reasons moved)
 
-    def step(self, now: float, lag: float = 0.0) -> None:
+    def step(self, now: float, lag: float = 0.0, calling: bool = False) -> None:
         """Continue (or start, once PERIOD has passed) the sweep, within BUDGET; nothing
-        while the feed is `lag` seconds behind, past BEHIND."""
-        if lag > BEHIND:
+        while the feed is `lag` seconds behind, past BEHIND, nor while kube-scheduler is
+        `calling` and the last step's share of the time since is spent."""
+        if lag > BEHIND or (calling and now < self._resume):
             return
         if self._queue is None:
             if now < self._next:
@@ -74,7 +82,8 @@ class PendingReasons:
             self._queue, self._sweep, self._shared, self._found, self._summaries = (
                 list(self.pending), {}, {}, {}, {})
             self._next = now + PERIOD
-        stop = self.timer() + BUDGET
+        began = self.timer()
+        stop = began + BUDGET
         queue = self._queue
         while queue:     # one pod at least each step, so every sweep ends
             uid = queue.pop()
@@ -90,6 +99,7 @@ class PendingReasons:
             self._found[uid] = reason
             if self.timer() >= stop:
                 break
+        self._resume = now + (self.timer() - began) * (1 / CALLING_SHARE - 1)
         if not queue:
             self.counts, self.reasons, self.summaries, self._queue = (
                 self._sweep, self._found, self._summaries, None)
@@ -110,6 +120,7 @@ class PendingReasons:
         sweep starts at the next step, or as soon as the running one ends. Not a restart:
         under a stream of changes a restarted sweep would never end."""
         self._next = 0.0
+        self._resume = 0.0        # while kube-scheduler calls, no step before this time
 
     def top(self, n: int) -> list:
         """The `n` reasons most pods wait for, most first: [{reason, pods, summary}]."""

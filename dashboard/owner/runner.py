@@ -243,7 +243,7 @@ def step(owner: CacheOwner, deadlines: dict, lease=None, clock=time.time,
             applied = owner.drain_feed(wait=IDLE_WAIT)
     now = clock()
     if now >= deadlines["flush"]:
-        owner.flush()
+        owner.flush(calling=now < deadlines.get("calling", 0.0))
         deadlines["flush"] = now + FLUSH_PERIOD
     if now >= deadlines["snapshot"]:
         owner.take_snapshot()

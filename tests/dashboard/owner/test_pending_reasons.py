@@ -33,6 +33,9 @@ def owner():
     for item in synced_items([why.node(n) for n in CASES["nodes_before"]],
                              why.placed_pods() + pods):
         owner.apply(item)
+    # a timer that never moves: a sweep of these five pods ends within one flush however
+    # slow the machine (its budget is tested with a timer of its own below)
+    owner.pending_reasons.timer = lambda: 0.0
     return owner
 
 
@@ -121,6 +124,45 @@ def test_a_sweep_over_budget_goes_on_at_the_next_flush():
     assert sweep.top(1) == [{"reason": "Insufficient cpu", "pods": 3,
                              "summary": "0/4 nodes are available: 4 Insufficient cpu."}]
 
+
+
+def _slow_sweep(pods=10, seconds=0.2):
+    """A sweep whose every diagnosis takes `seconds` of its timer (one at 20,000 nodes)."""
+    clock = {"t": 0.0}
+    pending = PendingPods()
+    for i in range(pods):
+        pod = why.pending(BY_NAME["cpu"])
+        pod["metadata"].update(uid=f"uid-{i}", name=f"cpu-{i}", labels={"i": str(i)})
+        pending.put(make_pod_info(pod), None)
+
+    def diagnose(pod):
+        clock["t"] += seconds
+        return Refused()
+    sweep = pending_reasons.PendingReasons(None, Cache(ttl=0), pending,
+                                           timer=lambda: clock["t"])
+    sweep.diagnoser = type("Timed", (), {"diagnose": staticmethod(diagnose)})()
+    return sweep
+
+
+# (steps as (now, kube-scheduler calling)), pods diagnosed after them: while calling, a
+# step that spent 0.2 s waits 0.8 s (the sweep's share 0.2); without calls, every flush
+PACING = [
+    ("calls: one step, then none within 0.8 s", [(0.0, True), (0.5, True), (0.79, True)], 1),
+    ("calls: the next step after 0.8 s", [(0.0, True), (0.8, True), (1.6, True)], 3),
+    ("no calls: a step each flush", [(0.0, False), (0.1, False), (0.2, False)], 3),
+    ("calls end: the next flush steps", [(0.0, True), (0.1, False)], 2),
+]
+
+
+@pytest.mark.parametrize("steps,diagnosed", [c[1:] for c in PACING], ids=[c[0] for c in PACING])
+def test_while_kube_scheduler_calls_the_sweep_takes_a_fifth_of_the_owner_s_thread(steps,
+                                                                                  diagnosed):
+    """Issue 26: at 20,000 nodes a diagnosis took a tenth of a second or more and a step
+    makes one at least, each flush: every filter and bind queued behind it waited."""
+    sweep = _slow_sweep()
+    for now, calling in steps:
+        sweep.step(now, calling=calling)
+    assert len(sweep._found) == diagnosed
 
 class Refused:
     fits = False
