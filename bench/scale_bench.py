@@ -63,6 +63,7 @@ RAW_PAGE = 500
 BENCH_USER = "scale-bench"
 # dashboard/owner/runner.py's log lines as the leader starts listing and once it is synced
 OWNER_LOG = re.compile(r"^(\S+ \S+) dashboard\.owner\.runner (owning the cache|synced:)", re.M)
+STANDIN_LOG = re.compile(r"^(\S+ \S+) dashboard\.standin\.runner period: (.*)$", re.M)
 
 
 def mib(nbytes) -> str:
@@ -179,6 +180,19 @@ def logged_sync(log: Path) -> tuple[float, float] | None:
             return at - began, at
         began = at if what != "synced:" else began
     return None
+
+
+def standin_pace(log: Path, since: float, until: float) -> tuple[float, float]:
+    """The stand-in's binds and attempts a minute between two epoch times, summed from its
+    `period:` lines: how fast pending pods are placed (issue 26's pile)."""
+    binds = attempts = 0
+    for stamp, counts in STANDIN_LOG.findall(log.read_text(errors="replace")):
+        if since <= datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp() < until:
+            for kind, count in re.findall(r"(\w+) (\d+)", counts):
+                binds += int(count) if kind == "bind" else 0
+                attempts += int(count) if kind != "victims" else 0
+    minutes = max(1e-9, (until - since) / 60)
+    return binds / minutes, attempts / minutes
 
 
 def api_version(server: str) -> tuple[float, int]:
@@ -319,13 +333,14 @@ def measure(args, up: Up, redis) -> None:
         except SystemExit:
             up.alive()      # `up` gone is the run's end, a read model behind is not
         raw_seconds, listed, expired = raw_list_and_parse(server)
-        steady_began = time.monotonic()
+        steady_began, steady_wall = time.monotonic(), time.time()
         version_began = api_version(server)
         times = page_times(up.url, args.requests)
         wait(lambda: time.monotonic() - steady_began >= args.steady, args.steady + 60,
              "the steady window", up)
         churn_rate = events_per_second(version_began, api_version(server))
         drained = logged_sync(up.log)      # read last: a slow owner drains late
+        pace = standin_pace(up.log, steady_wall, time.time())
         steady_rss = rss_by_child(redis)
         status = sampler.status
         holder = sampler.holders[-1]      # the leader at the end
@@ -379,6 +394,8 @@ def measure(args, up: Up, redis) -> None:
     lags = lags or [0.0]
     line("feed lag after the drained sync: p50 / p99 / max",
          f"{percentile(lags, 0.5):.2f} / {percentile(lags, 0.99):.2f} / {max(lags):.2f} s")
+    line("the stand-in's binds / attempts a minute (steady window)",
+         f"{pace[0]:,.0f} / {pace[1]:,.0f}")
     fetched, relisted = drift_healed(up.log)
     line("comparisons that found drift: fetched again / relisted", f"{fetched} / {relisted}")
     line("lease handovers (leaders: " + " -> ".join(sampler.holders) + ")",
