@@ -120,7 +120,6 @@ class PendingReasons:
         sweep starts at the next step, or as soon as the running one ends. Not a restart:
         under a stream of changes a restarted sweep would never end."""
         self._next = 0.0
-        self._resume = 0.0        # while kube-scheduler calls, no step before this time
 
     def top(self, n: int) -> list:
         """The `n` reasons most pods wait for, most first: [{reason, pods, summary}]."""
