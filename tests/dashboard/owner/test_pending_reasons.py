@@ -104,28 +104,6 @@ def test_a_pod_that_leaves_the_pending_pods_leaves_the_counts_at_once(owner):
     assert "Insufficient memory" not in {t["reason"] for t in status["pending_top"]}
 
 
-def test_a_sweep_over_budget_goes_on_at_the_next_flush():
-    """A timer that says each pod took the whole budget: one pod per flush, and the counts
-    of the last complete sweep meanwhile (none before the first)."""
-    ticks = iter(range(0, 10 ** 6))
-    pending = PendingPods()
-    for i in range(3):
-        pod = why.pending(BY_NAME["cpu"])
-        pod["metadata"].update(uid=f"uid-{i}", name=f"cpu-{i}")
-        pending.put(make_pod_info(pod), None)
-    sweep = pending_reasons.PendingReasons(
-        None, Cache(ttl=0), pending, timer=lambda: next(ticks) * pending_reasons.BUDGET)
-    sweep.diagnoser = type("Fixed", (), {"diagnose": staticmethod(lambda pod: Refused())})()
-    for _ in range(2):
-        sweep.step(0.0)
-        assert sweep.counts == {}
-    sweep.step(0.0)
-    assert sweep.counts == {"Insufficient cpu": 3}
-    assert sweep.top(1) == [{"reason": "Insufficient cpu", "pods": 3,
-                             "summary": "0/4 nodes are available: 4 Insufficient cpu."}]
-
-
-
 def _slow_sweep(pods=10, seconds=0.2):
     """A sweep whose every diagnosis takes `seconds` of its timer (one at 20,000 nodes)."""
     clock = {"t": 0.0}
@@ -142,6 +120,19 @@ def _slow_sweep(pods=10, seconds=0.2):
                                            timer=lambda: clock["t"])
     sweep.diagnoser = type("Timed", (), {"diagnose": staticmethod(diagnose)})()
     return sweep
+
+
+def test_a_sweep_over_budget_goes_on_at_the_next_flush():
+    """A timer that says each pod took the whole budget: one pod per flush, and the counts
+    of the last complete sweep meanwhile (none before the first)."""
+    sweep = _slow_sweep(pods=3, seconds=pending_reasons.BUDGET)
+    for _ in range(2):
+        sweep.step(0.0)
+        assert sweep.counts == {}
+    sweep.step(0.0)
+    assert sweep.counts == {"Insufficient cpu": 3}
+    assert sweep.top(1) == [{"reason": "Insufficient cpu", "pods": 3,
+                             "summary": "0/4 nodes are available: 4 Insufficient cpu."}]
 
 
 # (steps as (now, kube-scheduler calling)), pods diagnosed after them: while calling, a
@@ -163,6 +154,7 @@ def test_while_kube_scheduler_calls_the_sweep_takes_a_fifth_of_the_owner_s_threa
     for now, calling in steps:
         sweep.step(now, calling=calling)
     assert len(sweep._found) == diagnosed
+
 
 class Refused:
     fits = False
