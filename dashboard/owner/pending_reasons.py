@@ -9,10 +9,9 @@ The feed comes first: while it is more than BEHIND seconds behind, the sweep wai
 1,000 events a second a sweep of 50,000 pending pods took more of the owner's thread than
 applying the feed did, and the feed never caught up: issue 26). kube-scheduler comes
 first too: while it is calling, the sweep takes at most CALLING_SHARE of the owner's
-thread (a step that spent t seconds waits t * (1 / CALLING_SHARE - 1) before the next),
-since a step diagnoses one pod at least and one diagnosis at 20,000 nodes is a tenth of
-a second or more, which every filter and bind queued behind it waited: the stand-in
-bound about 2 pods a second there, each waiting for two answers (issue 26).
+thread (a step that spent t seconds waits t * (1 / CALLING_SHARE - 1) before the next):
+a step diagnoses one pod at least, and at 20,000 nodes one diagnosis held every filter
+and bind queued behind it for a tenth of a second or more (issue 26).
 
 A pod's first reason is the one most nodes give (the diagnosis's largest group), or
 FITS when some node takes it now. Each reason keeps the summary of the first pod the sweep
