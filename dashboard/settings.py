@@ -52,8 +52,10 @@ SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 _proxy_ssl_header = env.str("SECURE_PROXY_SSL_HEADER", default="")
 SECURE_PROXY_SSL_HEADER = (_proxy_ssl_header, "https") if _proxy_ssl_header else None
 
+# Not "daphne": the web runs daphne itself (`up`, deploy/), and as an app it loads Twisted
+# into every process that sets Django up (24 MiB each: the owner, the stand-in, the pools,
+# Celery's) for a runserver none of them runs.
 INSTALLED_APPS = [
-    "daphne",  # first: its runserver serves the ASGI application
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
