@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/cache_bench.py [--nodes 5000 --pods 150000 --zones 5]
 
+With `--node-memory` only what a node costs: bytes traced a node in the cache and in a
+snapshot's copy, the time to add every node and to read every node's Mapping back.
+
 Pods come from simcluster.generate: the JSON a real API server lists,
 managedFields included, and enter the cache as a watch worker would feed them
 (parsed from wire bytes one at a time). Rates are for one core (one thread).
@@ -13,6 +16,7 @@ import os
 import statistics
 import sys
 import time
+import tracemalloc
 
 import orjson
 
@@ -48,6 +52,32 @@ def bench_memory(nodes, wire) -> float:
     del cache
     gc.collect()
     return per_pod
+
+
+def bench_node_memory(nodes):
+    """Bytes traced a node in a cache and in a snapshot's copy of it, and the time to add
+    the nodes and to read each one's Mapping back (its images thawed too)."""
+    def add_all():
+        for node in nodes:
+            cache.add_node(node)    # the copy it returns dropped: it keeps the image counts
+
+    tracemalloc.start()
+    cache = Cache(ttl=0)
+    add_all()
+    in_cache = tracemalloc.get_traced_memory()[0]
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    in_snapshot = tracemalloc.get_traced_memory()[0] - in_cache
+    tracemalloc.stop()
+    cache = Cache(ttl=0)
+    added, _ = timed(add_all)                              # untraced
+    read, _ = timed(lambda: [info.node for info in snapshot.node_info_map.values()])
+    images = sum(len(node["status"].get("images") or ()) for node in nodes) / len(nodes)
+    line(f"a node in the cache ({images:.1f} images a node), traced",
+         f"{in_cache / len(nodes):>10,.0f} B")
+    line("a node in a snapshot's copy, traced", f"{in_snapshot / len(nodes):>10,.0f} B")
+    line("add every node, a node", f"{added / len(nodes) * 1e6:>10.1f} us")
+    line("read every node's Mapping, a node", f"{read / len(nodes) * 1e6:>10.1f} us")
 
 
 def bench_events(cluster):
@@ -176,11 +206,16 @@ def main():
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--pods", type=int, default=150000)
     parser.add_argument("--zones", type=int, default=5)
+    parser.add_argument("--node-memory", action="store_true",
+                        help="only what a node costs (bench_node_memory)")
     args = parser.parse_args()
     seconds, cluster = timed(lambda: generate_cluster(nodes=args.nodes, pods=args.pods,
                                                       zones=args.zones, seed=1))
     print(f"generated {len(cluster.nodes)} nodes / {len(cluster.pods)} pods in {seconds:.1f} s "
           f"(python {sys.version.split()[0]})")
+    if args.node_memory:
+        bench_node_memory(orjson.loads(orjson.dumps(cluster.nodes)))   # as parsed off the wire
+        return
     cache, nodes = bench_events(cluster)
     bench_snapshot(cache, nodes)
     bench_cleanup(nodes)

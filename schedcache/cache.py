@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from . import events as ev
 from .errors import CacheCorruptedError, CacheError, SnapshotRepairedError
-from .images import ImageStates, node_images
+from .images import NO_IMAGES, ImageStates, node_images
 from .nodeinfo import NodeInfo
 from .nodetree import NodeTree, node_name
 from .podinfo import make_pod_info, pod_key
@@ -60,10 +60,15 @@ def _require_node(info, action):
 
 
 def _lean_node(node) -> dict:
+    """The node as frozen: no managedFields, and its images only as a placeholder
+    (NodeInfo keeps them shared with other nodes': schedcache.images)."""
     lean = dict(node)
     metadata = node.get("metadata")
     if metadata and "managedFields" in metadata:
         lean["metadata"] = {k: v for k, v in metadata.items() if k != "managedFields"}
+    status = node.get("status")
+    if status and status.get("images"):
+        lean["status"] = {**status, "images": None}
     return lean
 
 
@@ -432,7 +437,7 @@ class Cache:
             if info is None or not info.has_node:
                 raise CacheError(f"node {name!r} is not in the cache, so it cannot be removed")
             self._images.remove_node(info._s.images)
-            info._set_node(None, EMPTY, {})
+            info._set_node(None, EMPTY, NO_IMAGES)
             self.node_tree.remove_node(node)
             if not self._drop_if_empty(name, info):
                 self._touch(name, info)

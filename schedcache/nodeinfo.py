@@ -9,7 +9,7 @@ cache.
 import marshal
 
 from .hostports import HostPortInfo
-from .images import ImageStateSummary
+from .images import NO_IMAGES
 from .resource import EMPTY
 
 
@@ -48,7 +48,7 @@ def _empty_state(name) -> _State:
     state.affinity = {}
     state.required_anti_affinity = {}
     state.pvc_ref_counts = {}
-    state.images = {}
+    state.images = NO_IMAGES
     state.generation = 0
     state.shared = False
     return state
@@ -61,7 +61,8 @@ class NodeInfo:
 
     def __init__(self, name=""):
         self._s = _empty_state(name)
-        self._image_summaries = None  # frozen summaries on a copy; None on the cache's own
+        self._image_summaries = None  # on a copy: its images' summaries when it was made, in
+                                      # their states' order; None on the cache's own
 
     # --- reading -------------------------------------------------------------------------
     @property
@@ -70,9 +71,16 @@ class NodeInfo:
 
     @property
     def node(self):
-        """The Node Mapping (lean: no managedFields), or None for a node deleted with pods left."""
+        """The Node Mapping (lean: no managedFields), or None for a node deleted with pods left.
+        Its `status.images` were frozen apart (schedcache.images): put back in their place."""
         frozen = self._s.frozen_node
-        return None if frozen is None else marshal.loads(frozen)
+        if frozen is None:
+            return None
+        node = marshal.loads(frozen)
+        entries = self._s.images.entries
+        if entries:
+            node["status"]["images"] = [entry.thaw() for entry in entries]
+        return node
 
     @property
     def has_node(self) -> bool:
@@ -120,9 +128,10 @@ class NodeInfo:
 
     @property
     def image_states(self) -> dict:
+        states = self._s.images.states
         if self._image_summaries is not None:
-            return dict(self._image_summaries)
-        return {name: state.summary for name, state in self._s.images.items()}
+            return {state.name: summary for state, summary in zip(states, self._image_summaries)}
+        return {state.name: state.summary for state in states}
 
     @property
     def generation(self) -> int:
@@ -143,7 +152,7 @@ class NodeInfo:
         state = self._s
         state.shared = True
         target._s = state
-        target._image_summaries = ({name: s.summary for name, s in state.images.items()}
+        target._image_summaries = (tuple(s.summary for s in state.images.states)
                                    if self._image_summaries is None else self._image_summaries)
 
     def _writable(self) -> _State:
@@ -182,7 +191,7 @@ class NodeInfo:
             else:
                 s.pvc_ref_counts.pop(key, None)
 
-    def _set_node(self, frozen_node, allocatable, images: dict):
+    def _set_node(self, frozen_node, allocatable, images):
         s = self._writable()
         s.frozen_node = frozen_node
         s.allocatable = allocatable

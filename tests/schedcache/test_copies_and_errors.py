@@ -66,7 +66,15 @@ def refusals(nodes, pods):
         ("pod without uid", lambda c: c.add_pod(b.pod("x", N1, no_uid=True)), CacheError),
         ("assume without uid", lambda c: c.assume_pod(b.pod("x", N1, no_uid=True)), CacheError),
         ("malformed selector", lambda c: c.list_pods("app in (web"), ValueError),
+        ("node with a malformed image", lambda c: c.update_node(nodes["n1"], _with_images(
+            nodes["n1"], [{"names": ["img/a:1"], "sizeBytes": 100}, {"names": ["img/z:1"],
+                                                                  "sizeBytes": "big"}])),
+         CacheError),
     ]
+
+
+def _with_images(node, images):
+    return {**node, "status": {**node["status"], "images": images}}
 
 
 REFUSAL_IDS = [r[0] for r in refusals({}, {})]  # the lambdas are not called here

@@ -416,6 +416,49 @@ def test_a_name_a_node_reports_twice_counts_that_node_once():
     assert _images(cache.dump().nodes[N2]) == {IMG_A[0]: (IMG_A[1], 1)}
 
 
+def test_a_node_gives_its_images_back_as_it_reported_them():
+    """Kept apart from the frozen node (shared with other nodes'), put back in their place:
+    order, a repeated item, keys beyond names and size, the status's key order."""
+    images = [{"names": ["registry.example/b:1"], "sizeBytes": 300},
+              {"names": ["registry.example/a:1", "registry.example/a@sha256:01"],
+               "sizeBytes": 100, "note": "kept"},
+              {"names": ["registry.example/b:1"], "sizeBytes": 300},
+              {"sizeBytes": 7}]
+    node = b.node(N1, cpu="1")
+    node["status"] = {"images": images, **node["status"], "phase": "Running"}
+    cache = Cache(ttl=0)
+    for info in (cache.add_node(node), cache.node_info(N1), cache.dump().nodes[N1]):
+        assert info.node == node
+        assert list(info.node["status"]) == list(node["status"])
+    assert _images(cache.dump().nodes[N1]) == {
+        "registry.example/b:1": (300, 1), "registry.example/a:1": (100, 1),
+        "registry.example/a@sha256:01": (100, 1)}
+    cache.update_node(node, b.node(N1, cpu="2", resource_version="2"))
+    assert "images" not in cache.node_info(N1).node["status"]
+
+
+def test_nodes_reporting_an_image_alike_hold_it_once():
+    cache = Cache(ttl=0)
+    first = cache.add_node(b.node(N1, images=[IMG_A, IMG_B, IMG_A]))   # one item twice
+    second = cache.add_node(b.node(N2, images=[IMG_B]))
+    assert first._s.images.entries[1] is second._s.images.entries[0]
+    assert IMG_B[0].encode() not in first._s.frozen_node
+    cache.remove_node(b.node(N1))
+    assert _images(cache.dump().nodes[N2]) == {IMG_B[0]: (IMG_B[1], 1)}
+    assert len(cache._images._entries) == 1
+    cache.remove_node(b.node(N2))
+    assert len(cache._images) == 0 and cache._images._entries == {}
+
+
+def test_a_copy_keeps_the_image_counts_of_when_it_was_made():
+    cache = Cache(ttl=0)
+    cache.add_node(b.node(N1, images=[IMG_A]))
+    copy = cache.node_info(N1)
+    cache.add_node(b.node(N2, images=[IMG_A]))
+    assert _images(copy) == {IMG_A[0]: (IMG_A[1], 1)}
+    assert _images(cache.node_info(N1)) == {IMG_A[0]: (IMG_A[1], 2)}
+
+
 # ----------------------------------------------------------------- generations
 
 
