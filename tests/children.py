@@ -2,10 +2,13 @@
 and stopping one never hangs the run."""
 import os
 import subprocess
+import sys
+from pathlib import Path
 
 from dashboard.runtime.supervisor import die_with_parent
 
 STOP_GRACE = 15.0   # seconds a child has to exit after SIGTERM before it is killed
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def spawn(argv, **popen) -> subprocess.Popen:
@@ -26,3 +29,18 @@ def stop(process: subprocess.Popen, signal_method: str = "terminate",
         except subprocess.TimeoutExpired:
             process.kill()
     return process.wait()
+
+
+def fresh_interpreter(probe: str, timeout: float = 120.0) -> str:
+    """What `python -c probe` prints, run from the repository's root in a new interpreter
+    (what a process loads, not what this test run has loaded); CalledProcessError with its
+    stderr if it fails, killed if it outlives `timeout`."""
+    process = spawn([sys.executable, "-c", probe], cwd=ROOT, stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        stop(process, "kill")
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, probe, out, err)
+    return out

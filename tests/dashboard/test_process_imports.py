@@ -1,9 +1,5 @@
 """What the processes other than the web load when they set Django up: no web server."""
-import subprocess
-import sys
-from pathlib import Path
-
-BASE_DIR = Path(__file__).resolve().parents[2]
+from tests.children import fresh_interpreter
 
 # Each process's entry, as `up` starts it: the commands, and Celery's app with its tasks.
 ENTRIES = ("dashboard.management.commands.watch", "dashboard.management.commands.standin",
@@ -17,6 +13,5 @@ def test_the_processes_other_than_the_web_load_no_twisted():
              "os.environ.setdefault('DJANGO_SETTINGS_MODULE', 'dashboard.settings'); "
              f"django.setup(); [importlib.import_module(m) for m in {ENTRIES!r}]; "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('twisted', 'daphne')))")
-    out = subprocess.run([sys.executable, "-c", probe], cwd=BASE_DIR, capture_output=True,
-                         text=True, timeout=120, check=True).stdout
+    out = fresh_interpreter(probe)
     assert out.strip() == "[]", out[:300]

@@ -1,8 +1,5 @@
 """The messages the processes exchange, as tables: what each shape writes, what it reads
 back, and the clear error a malformed one gets."""
-import subprocess
-import sys
-from pathlib import Path
 
 import orjson
 import pytest
@@ -15,8 +12,7 @@ from dashboard.wire.lease import holder_name, lease_token
 from dashboard.wire.live import events_message, pools_changed_message
 from dashboard.wire.pools import Claim, claim_reply, pod_summary, queue_full
 from dashboard.wire.requests import MalformedMessage, Reply, Request, require_fields
-
-ROOT = Path(__file__).resolve().parents[3]
+from tests.children import fresh_interpreter
 
 
 def raw(**fields) -> bytes:
@@ -260,10 +256,8 @@ def test_the_package_needs_no_django():
     """Any process may speak it, settings or none: importing it imports nothing of Django's
     or of another process's package."""
     modules = "keys, clients, requests, commands, pools, live, lease"
-    loaded = subprocess.run(
-        [sys.executable, "-c", f"import sys; from dashboard.wire import {modules}; "
-                               "print(sorted(m for m in sys.modules "
-                               "if m.split('.')[0] in ('django', 'channels') or "
-                               "m.startswith('dashboard.') and not m.startswith('dashboard.wire')))"],
-        capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    loaded = fresh_interpreter(
+        f"import sys; from dashboard.wire import {modules}; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'channels') or "
+        "m.startswith('dashboard.') and not m.startswith('dashboard.wire')))")
     assert loaded.strip() == "[]"
