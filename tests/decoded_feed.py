@@ -9,10 +9,12 @@ from dashboard.owner.decoder import (
     DecodedList,
     DecodedPage,
     DecodedRepairs,
+    comparable_node,
     comparable_pod,
     digest_pod,
     repaired,
 )
+from dashboard.owner.listed_pages import ListedPages
 from dashboard.wire.extender import BIND_INFO_ANNOTATION
 
 KEPT = (BIND_INFO_ANNOTATION,)
@@ -43,7 +45,8 @@ def fetched(kind: str, key, obj: dict | None) -> DecodedRepairs:
 
 def comparison(nodes: list, pods: list, resource_version: str, **kw) -> CompareRequest:
     """The comparer's lists of these objects, as the decoder cuts them."""
-    return CompareRequest(nodes, [comparable_pod(p) for p in pods], resource_version, **kw)
+    return CompareRequest(ListedPages.of(map(comparable_node, nodes)),
+                          ListedPages.of(map(comparable_pod, pods)), resource_version, **kw)
 
 
 def synced_items(nodes: list, pods: list, resource_version: str = "1") -> list:

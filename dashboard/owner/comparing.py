@@ -17,7 +17,7 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from django.db import DatabaseError
+from django.db import DatabaseError, connections
 
 from schedcache import compare_dump
 
@@ -25,6 +25,7 @@ from dashboard.owner import drift_repair, row_drift
 from dashboard.owner.commands import CommandError
 from dashboard.owner.decoder import compared_pod
 from dashboard.owner.journal import utc
+from dashboard.owner.listed_pages import ListedPages
 from dashboard.owner.pending_pods import held_info
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,8 @@ log = logging.getLogger(__name__)
 @dataclass
 class CompareRequest:
     """Lists taken for a comparison, to be compared once the feed has caught up with them."""
-    nodes: list                   # decoder.comparable_node()s
-    pods: list                    # decoder.comparable_pod()s
+    nodes: ListedPages            # decoder.comparable_node()s
+    pods: ListedPages             # decoder.comparable_pod()s: each use reads them anew
     resource_version: str
     watch_behind: bool = False    # compared without the watch passing the lists' version
 
@@ -148,13 +149,14 @@ class Comparer:
                         row_drift.WRITER_WAIT)
             return None
         try:
-            rows = row_drift.read_rows()
+            return row_drift.compare_rows(dump, rows_at, *row_drift.read_rows())
         except DatabaseError as exc:
             # The cache's comparison stands without them; the writer's own retries say
             # the database is down.
             log.warning("the read model's rows could not be read: rows not compared: %s", exc)
             return None
-        return row_drift.compare_rows(dump, rows_at, *rows)
+        finally:
+            connections.close_all()     # this thread's connections only: it ends here
 
     def record(self, compared: Compared):
         """Record a comparison's outcome, what changed since the lists set aside (in the

@@ -38,8 +38,9 @@ The comparer's lists are taken here too (`list_for_comparison`): parsing every
 pod of a large cluster in the owner's process would hold its GIL for seconds and
 its memory at gigabytes, every minute. They come through the watch (watch-list) where
 the API server offers it, else in pages. The child keeps of each listed object only
-what schedcache.compare reads, and ships one `ComparisonLists`, which the reader
-thread hands to `list_for_comparison` without going through the owner's queue.
+what schedcache.compare reads, each page marshalled as it comes (`ListedPages`), and
+ships one `ComparisonLists`, which the reader thread hands to `list_for_comparison`
+without going through the owner's queue.
 
 Lifetime: the child's control pipe ends when the owner's process does (even on
 SIGKILL), and the child then exits at once: no orphans. A child that dies is
@@ -74,6 +75,7 @@ from schedcache.podinfo import make_pod_info, pack_pod_info
 from dashboard.kube.claims import claim_key
 from dashboard.kube.client import read_json
 from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Relisted, Watched
+from dashboard.owner.listed_pages import ListedPages
 from dashboard.runtime.supervisor import die_with_parent
 
 __all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedFeed", "DecodedList",
@@ -183,9 +185,10 @@ class DecodedDenied:
 
 @dataclass(frozen=True, slots=True)
 class ComparisonLists:
-    """Nodes and pods listed for the comparer, cut to what it reads; or why not (`error`)."""
-    nodes: list | None
-    pods: list | None
+    """Nodes and pods listed for the comparer, cut to what it reads, in marshalled pages;
+    or why not (`error`)."""
+    nodes: ListedPages | None
+    pods: ListedPages | None
     resource_version: str
     error: str = ""
 
@@ -276,7 +279,9 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
     while outbox.items and len(entries) + len(comparisons) < BATCH_MAX:
         stamp, item = outbox.items.popleft()
         if type(item) is ComparisonLists:
-            comparisons.append((item.nodes, item.pods, item.resource_version, item.error))
+            comparisons.append((*(None if lists is None else lists.packed()
+                                  for lists in (item.nodes, item.pods)),
+                                item.resource_version, item.error))
             continue
         received = received or stamp
         entries.append(_encode(item, delivered))
@@ -294,38 +299,43 @@ def _ship(conn, outbox: _Outbox, reflectors: dict, delivered: dict) -> None:
 def _list_for_comparison(api_factory, sink, watch_list: bool) -> None:
     """Both lists, cut down as they are read (a page at a time is whole), then shipped."""
     try:
-        nodes = _comparison_list(api_factory(), "nodes", comparable_node, watch_list)
-        pods = _comparison_list(api_factory(), "pods", comparable_pod, watch_list)
-        listed_at = max(nodes.resource_version, pods.resource_version,
-                        key=lambda version: int(version or 0))
-        sink(ComparisonLists(nodes.items, pods.items, listed_at))
+        nodes, nodes_at = _comparison_list(api_factory(), "nodes", comparable_node, watch_list)
+        pods, pods_at = _comparison_list(api_factory(), "pods", comparable_pod, watch_list)
+        listed_at = max(nodes_at, pods_at, key=lambda version: int(version or 0))
+        sink(ComparisonLists(nodes, pods, listed_at))
     except Exception as exc:      # the owner is waiting: tell it why, whatever went wrong
         sink(ComparisonLists(None, None, "", f"{type(exc).__name__}: {exc}"))
 
 
-def _comparison_list(api, kind: str, digest, watch_list: bool) -> Relisted:
-    """One kind as the comparer reads it: through the watch where the API server offers it
-    (capture 58: every object as it stands at the closing bookmark's version, one at a
-    time, with no continue token to expire), else in pages. At 600,000 pods under churn
-    the paged list outlived its continue token, and the one-request list that follows an
-    expired token was too large to parse."""
-    listed = []
+def _comparison_list(api, kind: str, digest, watch_list: bool) -> tuple:
+    """One kind as the comparer reads it, (ListedPages, its version): through the watch
+    where the API server offers it (capture 58: every object as it stands at the closing
+    bookmark's version, one at a time, with no continue token to expire), else in pages.
+    At 600,000 pods under churn the paged list outlived its continue token, and the
+    one-request list that follows an expired token was too large to parse. Each page is
+    marshalled as it comes (listed_pages.py says why)."""
+    pages, ended = [], []
 
-    def ended(item):
-        if type(item) is Relisted:
-            listed.append(item)
+    def taken(item):
+        if type(item) is ListPage:
+            if item.first:          # a list started again sends its pages again
+                pages.clear()
+            pages.append((marshal.dumps(item.items), len(item.items)))
+        elif type(item) is Relisted:
+            ended.append(item.resource_version)
             reflector.stop()       # the watch that would follow is not the comparer's
 
-    reflector = Reflector(api, kind, ended, digest=digest, page_size=COMPARISON_PAGE,
-                          watch_list=watch_list)
+    reflector = Reflector(api, kind, taken, digest=digest, page_size=COMPARISON_PAGE,
+                          watch_list=watch_list, stream_pages=True)
     if watch_list:
         why = reflector.watch_once(listing=True)
-        if listed:
-            return listed[0]
-        if reflector.watch_list:   # offered, but the stream ended before the list did
+        if not ended and reflector.watch_list:   # offered, but the stream ended first
             raise RuntimeError(f"the {kind} watch-list ended before its initial events "
                                f"did ({why})")
-    return reflector.list_once()
+    if not ended:
+        ended.append(reflector.list_once().resource_version)
+    listed = ListedPages(tuple(page for page, _ in pages), sum(n for _, n in pages))
+    return listed, ended[0]
 
 
 def _fetch(api, kind: str, key):
@@ -659,8 +669,10 @@ class DecoderProcess:
                 failures = 0
             if entries:
                 self.put(DecodedFeed(entries, received))
-            for lists in comparisons:
-                self._comparisons.put(ComparisonLists(*lists))
+            for nodes, pods, listed_at, error in comparisons:
+                self._comparisons.put(ComparisonLists(
+                    *(None if packed is None else ListedPages(*packed) for packed in (nodes, pods)),
+                    listed_at, error))
             for kind, view in views.items():
                 if self.views[kind]._update(*view):
                     self.put(DecodedDenied(kind))

@@ -38,11 +38,12 @@ class PendingDrift:
 
 def pending_drift(held: dict, pods: list) -> PendingDrift:
     """`held`: uid -> version of the pending pods when the cache was dumped; `pods`: the
-    comparer's lists (decoder.comparable_pod)."""
+    comparer's lists (decoder.comparable_pod), read once: of the listed only the held are
+    remembered."""
     drift, listed = PendingDrift(), set()
     for uid, version, node, *_ in pods:
-        listed.add(uid)
         if uid in held:
+            listed.add(uid)
             if held[uid] != (version or ""):
                 drift.stale.append((uid, held[uid], version or ""))
         elif not node:

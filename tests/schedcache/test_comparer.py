@@ -67,6 +67,33 @@ def test_pod_on_a_different_node_and_stale_pod():
     assert report.stale_pods == [(b.uid_of(pods[1]), "1", "2")]
 
 
+def test_a_cached_pod_the_cluster_lists_finished_or_unbound_is_redundant():
+    cache, nodes, pods = agreeing_cluster()
+    finished, unbound = bound("f", N1), bound("u", N2)
+    cache.add_pod(finished)
+    cache.add_pod(unbound)
+    listed = pods + [bound("f", N1, phase="Succeeded"), b.pod("u", None)]
+    report = compare(cache, nodes, listed)
+    assert report.redundant_pods == sorted([b.uid_of(finished), b.uid_of(unbound)])
+    assert compare(cache, nodes, listed, pending_pods=[unbound]).redundant_pods == [
+        b.uid_of(finished)]
+
+
+def test_the_lists_are_read_once_as_they_come():
+    """The owner hands its lists over as iterators of marshalled pages (decoder.py): a
+    comparison that read them twice would find every cached pod redundant."""
+    cache, nodes, pods = agreeing_cluster()
+    cache.add_pod(bound("gone", N1))
+    listed = [b.on_node(pods[0], N2), b.new_version(pods[1]), bound("missed", N1)]
+    report = compare(cache, iter(nodes), iter(listed))
+    assert report.as_dict() == compare(cache, nodes, listed).as_dict()
+    assert (report.wrong_node_pods, report.stale_pods, report.missed_pods,
+            report.redundant_pods) == ([(b.uid_of(pods[0]), N1, N2)],
+                                       [(b.uid_of(pods[1]), "1", "2")],
+                                       [b.uid_of(listed[2])],
+                                       [b.uid_of(bound("gone", N1))])
+
+
 def test_assumed_pod_not_yet_bound_in_the_cluster_is_a_state_not_drift():
     cache, nodes, pods = agreeing_cluster()
     assumed = bound("s", N1)

@@ -15,6 +15,7 @@ from dashboard.owner import decoder
 from dashboard.owner.comparing import CompareRequest
 from dashboard.owner.decoder import DecodedEvents, DecodedFeed
 from dashboard.owner.feed_lag import FeedLag
+from dashboard.owner.listed_pages import ListedPages
 from dashboard.owner.owner import CacheOwner
 
 
@@ -37,7 +38,7 @@ def test_nothing_waiting_and_nothing_waited_is_no_lag():
 def test_the_oldest_queued_items_age_grows_while_nothing_is_applied():
     feed = queue.Queue()
     lag = FeedLag(feed)
-    feed.put(CompareRequest([], [], "1"))          # no stamp: looked past
+    feed.put(CompareRequest(ListedPages(), ListedPages(), "1"))   # no stamp: looked past
     feed.put(node_events("n1", received=90.0))
     feed.put(node_events("n2", received=95.0))
     assert lag.seconds(now=100.0) == 10.0
