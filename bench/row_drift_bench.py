@@ -39,6 +39,7 @@ from dashboard.models import NodeRecord, PodRecord  # noqa: E402
 from dashboard.owner import row_drift  # noqa: E402
 from dashboard.owner.comparing import CompareRequest  # noqa: E402
 from dashboard.owner.decoder import (  # noqa: E402
+    COMPARISON_PAGE,
     DecodedList,
     DecodedPage,
     comparable_node,
@@ -69,8 +70,9 @@ def written_owner(cluster, writer) -> CacheOwner:
 
 def comparison_request(cluster) -> CompareRequest:
     """The lists as the decoder hands them over (dashboard/owner/decoder.py)."""
-    return CompareRequest(ListedPages.of(map(comparable_node, cluster.nodes)),
-                          ListedPages.of(map(comparable_pod, cluster.pods)), "1")
+    return CompareRequest(ListedPages.of(map(comparable_node, cluster.nodes), COMPARISON_PAGE),
+                          ListedPages.of(map(comparable_pod, cluster.pods), COMPARISON_PAGE),
+                          "1")
 
 
 def traced_comparison(owner, cluster):

@@ -5,6 +5,7 @@ from dashboard.kube.claims import claim_key
 from dashboard.kube.reflector import CLAIMS
 from dashboard.owner.comparing import CompareRequest
 from dashboard.owner.decoder import (
+    COMPARISON_PAGE,
     DecodedEvents,
     DecodedList,
     DecodedPage,
@@ -45,8 +46,9 @@ def fetched(kind: str, key, obj: dict | None) -> DecodedRepairs:
 
 def comparison(nodes: list, pods: list, resource_version: str, **kw) -> CompareRequest:
     """The comparer's lists of these objects, as the decoder cuts them."""
-    return CompareRequest(ListedPages.of(map(comparable_node, nodes)),
-                          ListedPages.of(map(comparable_pod, pods)), resource_version, **kw)
+    return CompareRequest(ListedPages.of(map(comparable_node, nodes), COMPARISON_PAGE),
+                          ListedPages.of(map(comparable_pod, pods), COMPARISON_PAGE),
+                          resource_version, **kw)
 
 
 def synced_items(nodes: list, pods: list, resource_version: str = "1") -> list:

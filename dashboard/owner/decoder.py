@@ -75,7 +75,7 @@ from schedcache.podinfo import make_pod_info, pack_pod_info
 from dashboard.kube.claims import claim_key
 from dashboard.kube.client import read_json
 from dashboard.kube.reflector import CLAIMS, KINDS, ListPage, Reflector, Relisted, Watched
-from dashboard.owner.listed_pages import ListedPages
+from dashboard.owner.listed_pages import ListedPages, pack
 from dashboard.runtime.supervisor import die_with_parent
 
 __all__ = ["ComparisonLists", "DecodedDenied", "DecodedEvents", "DecodedFeed", "DecodedList",
@@ -320,7 +320,7 @@ def _comparison_list(api, kind: str, digest, watch_list: bool) -> tuple:
         if type(item) is ListPage:
             if item.first:          # a list started again sends its pages again
                 pages.clear()
-            pages.append((marshal.dumps(item.items), len(item.items)))
+            pages.append((pack(item.items), len(item.items)))
         elif type(item) is Relisted:
             ended.append(item.resource_version)
             reflector.stop()       # the watch that would follow is not the comparer's

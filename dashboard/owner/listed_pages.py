@@ -10,7 +10,11 @@ import marshal
 from dataclasses import dataclass
 from itertools import islice
 
-PAGE = 500     # objects a page: client-go's pager's default, as the lists are read
+
+
+def pack(items: list) -> bytes:
+    """One page of a list, as ListedPages holds it."""
+    return marshal.dumps(items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,10 +25,11 @@ class ListedPages:
     count: int = 0
 
     @classmethod
-    def of(cls, items, page: int = PAGE) -> "ListedPages":
+    def of(cls, items, page: int) -> "ListedPages":
+        """`items` in pages of `page` (the decoder packs the pages it lists as they come)."""
         items, pages, count = iter(items), [], 0
         while chunk := list(islice(items, page)):
-            pages.append(marshal.dumps(chunk))
+            pages.append(pack(chunk))
             count += len(chunk)
         return cls(tuple(pages), count)
 
